@@ -1,0 +1,231 @@
+/**
+ * The embedded default store: S3's semantics on a local directory, safe for several processes
+ * sharing it.
+ * - Every write lands by rename(2) from a private temp file, so readers see old or new, never half.
+ * - Create-only is link(2), which fails atomically when the key exists (412).
+ * - If-Match takes a per-key lock file with O_EXCL; a second conditional writer that finds the lock
+ *   held answers 409 ConditionalConflict at once, exactly as S3 does for racing conditional writes.
+ * - Etags are the quoted MD5 of the content, as S3 gives for single-part objects.
+ * Unconditional writes do not take the lock (S3 gives them last-writer-wins too); narwal never
+ * writes a compare-and-swapped key unconditionally.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { copyFile, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { ConditionalConflict, NotFound, PreconditionFailed, StoreUnavailable } from './errors.js';
+import type {
+  FileBody,
+  GetOptions,
+  HeadResult,
+  ListPage,
+  NotModified,
+  ObjectStore,
+  ObjectStream,
+  PutBody,
+  PutOptions,
+  PutResult,
+  StoredObject,
+} from './ObjectStore.js';
+
+/** A lock older than this belongs to a crashed writer (a conditional write takes milliseconds). */
+const STALE_LOCK_MS = 30_000;
+
+export class FsObjectStore implements ObjectStore {
+  readonly #objects: string;
+  readonly #tmp: string;
+  readonly #locks: string;
+
+  constructor(root: string) {
+    this.#objects = join(root, 'objects');
+    this.#tmp = join(root, 'tmp');
+    this.#locks = join(root, 'locks');
+  }
+
+  async get(key: string, options?: GetOptions): Promise<StoredObject | NotModified> {
+    const body = await this.#read(key);
+    const etag = etagOf(body);
+    if (options?.ifNoneMatch !== undefined && sameEtag(options.ifNoneMatch, etag)) {
+      return { notModified: true, etag };
+    }
+    return { notModified: false, body, etag };
+  }
+
+  async getStream(key: string): Promise<ObjectStream> {
+    const path = this.#path(key);
+    try {
+      const handle = await open(path, 'r');
+      const { size } = await handle.stat();
+      return { body: handle.createReadStream(), size };
+    } catch (error) {
+      throw this.#translate(error, key);
+    }
+  }
+
+  async head(key: string): Promise<HeadResult> {
+    const body = await this.#read(key);
+    return { etag: etagOf(body), size: body.length };
+  }
+
+  async put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {
+    const path = this.#path(key);
+    const temp = await this.#stage(body);
+    try {
+      const etag = temp.etag;
+      await mkdir(dirname(path), { recursive: true });
+      if (options?.ifNoneMatch === '*') {
+        await this.#createOnly(temp.path, path, key);
+      } else if (options?.ifMatch !== undefined) {
+        await this.#replaceIfMatch(temp.path, path, key, options.ifMatch);
+      } else {
+        await rename(temp.path, path);
+      }
+      return { etag };
+    } finally {
+      await unlink(temp.path).catch(() => {});
+    }
+  }
+
+  async list(prefix: string, options?: { startAfter?: string; limit?: number }): Promise<ListPage> {
+    const limit = options?.limit ?? 1000;
+    // Walk only the directory that holds the prefix, not the whole store.
+    const slash = prefix.lastIndexOf('/');
+    const baseKey = slash < 0 ? '' : prefix.slice(0, slash);
+    const keys: string[] = [];
+    await this.#walk(baseKey === '' ? this.#objects : this.#path(baseKey), keys);
+    const startAfter = options?.startAfter;
+    const matching = keys
+      .filter((k) => k.startsWith(prefix) && (startAfter === undefined || k > startAfter))
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const page = matching.slice(0, limit);
+    return matching.length > limit ? { keys: page, next: page[page.length - 1] } : { keys: page };
+  }
+
+  async delete(key: string): Promise<void> {
+    try {
+      await unlink(this.#path(key));
+    } catch (error) {
+      if (!isCode(error, 'ENOENT')) throw this.#translate(error, key);
+    }
+  }
+
+  async #createOnly(tempPath: string, path: string, key: string): Promise<void> {
+    try {
+      await link(tempPath, path);
+    } catch (error) {
+      if (isCode(error, 'EEXIST')) throw new PreconditionFailed(key);
+      throw this.#translate(error, key);
+    }
+  }
+
+  async #replaceIfMatch(tempPath: string, path: string, key: string, ifMatch: string): Promise<void> {
+    const lock = join(this.#locks, createHash('sha1').update(key).digest('hex'));
+    await this.#acquire(lock, key);
+    try {
+      let current: Buffer;
+      try {
+        current = await readFile(path);
+      } catch (error) {
+        if (isCode(error, 'ENOENT')) throw new PreconditionFailed(key);
+        throw this.#translate(error, key);
+      }
+      if (!sameEtag(ifMatch, etagOf(current))) throw new PreconditionFailed(key);
+      await rename(tempPath, path);
+    } finally {
+      await unlink(lock).catch(() => {});
+    }
+  }
+
+  async #acquire(lock: string, key: string): Promise<void> {
+    await mkdir(this.#locks, { recursive: true });
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const handle = await open(lock, 'wx');
+        await handle.writeFile(`${process.pid}\n`);
+        await handle.close();
+        return;
+      } catch (error) {
+        if (!isCode(error, 'EEXIST')) throw this.#translate(error, key);
+        const age = await stat(lock).then(
+          (s) => Date.now() - s.mtimeMs,
+          () => 0,
+        );
+        if (age < STALE_LOCK_MS) throw new ConditionalConflict(key);
+        await unlink(lock).catch(() => {});
+      }
+    }
+    throw new ConditionalConflict(key);
+  }
+
+  /** Writes the body to a private temp file and returns its etag. */
+  async #stage(body: PutBody): Promise<{ path: string; etag: string }> {
+    await mkdir(this.#tmp, { recursive: true });
+    const path = join(this.#tmp, `${process.pid}-${randomBytes(8).toString('hex')}`);
+    if (Buffer.isBuffer(body)) {
+      await writeFile(path, body);
+      return { path, etag: etagOf(body) };
+    }
+    await copyFile(body.path, path);
+    return { path, etag: await fileEtag(body) };
+  }
+
+  async #read(key: string): Promise<Buffer> {
+    try {
+      return await readFile(this.#path(key));
+    } catch (error) {
+      throw this.#translate(error, key);
+    }
+  }
+
+  async #walk(dir: string, into: string[]): Promise<void> {
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (error) {
+      if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return;
+      throw error;
+    }
+    for (const entry of entries) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) await this.#walk(full, into);
+      else into.push(relative(this.#objects, full).split(sep).join('/'));
+    }
+  }
+
+  #path(key: string): string {
+    if (key === '' || key.startsWith('/') || key.split('/').some((part) => part === '' || part === '.' || part === '..')) {
+      throw new StoreUnavailable(key, `invalid object key: ${JSON.stringify(key)}`);
+    }
+    return join(this.#objects, ...key.split('/'));
+  }
+
+  #translate(error: unknown, key: string): Error {
+    if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR') || isCode(error, 'EISDIR')) {
+      return new NotFound(key, { cause: error });
+    }
+    if (error instanceof Error && 'code' in error && typeof error.code === 'string' && error.code !== 'StoreUnavailable') {
+      return new StoreUnavailable(key, `filesystem store: ${error.message}`, { cause: error });
+    }
+    return error instanceof Error ? error : new StoreUnavailable(key, String(error));
+  }
+}
+
+function etagOf(body: Buffer): string {
+  return `"${createHash('md5').update(body).digest('hex')}"`;
+}
+
+async function fileEtag(body: FileBody): Promise<string> {
+  const hash = createHash('md5');
+  await pipeline(createReadStream(body.path), hash);
+  return `"${hash.digest('hex')}"`;
+}
+
+/** S3 accepts etags with or without their quotes. */
+function sameEtag(a: string, b: string): boolean {
+  return a.replace(/"/g, '') === b.replace(/"/g, '');
+}
+
+function isCode(error: unknown, code: string): boolean {
+  return error instanceof Error && 'code' in error && error.code === code;
+}

@@ -1,0 +1,176 @@
+/**
+ * One behavioural contract for every ObjectStore adapter: the S3 semantics narwal's log relies on.
+ * Each adapter's test file calls `describeObjectStoreConformance` with a factory.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isStoreError } from '../../lib/store/errors.js';
+import type { ObjectStore } from '../../lib/store/ObjectStore.js';
+
+export interface StoreFixture {
+  readonly store: ObjectStore;
+  readonly cleanup: () => Promise<void>;
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    if (isStoreError(error)) return error.code;
+    throw error;
+  }
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks);
+}
+
+export function describeObjectStoreConformance(name: string, make: () => Promise<StoreFixture>): void {
+  describe(`ObjectStore conformance: ${name}`, () => {
+    let fixture: StoreFixture;
+    let store: ObjectStore;
+    // Every test works under its own prefix so suites can share one bucket.
+    const prefix = `conformance-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+    let n = 0;
+    const key = (suffix: string) => `${prefix}/${++n}/${suffix}`;
+
+    beforeAll(async () => {
+      fixture = await make();
+      store = fixture.store;
+    });
+    afterAll(async () => {
+      await fixture?.cleanup();
+    });
+
+    it('reads back what was written, with a stable etag', async () => {
+      const k = key('a.json');
+      const { etag } = await store.put(k, Buffer.from('{"a":1}'));
+      const got = await store.get(k);
+      expect(got.notModified).toBe(false);
+      if (got.notModified) return;
+      expect(got.body.toString()).toBe('{"a":1}');
+      expect(got.etag).toBe(etag);
+      expect((await store.head(k)).etag).toBe(etag);
+      expect((await store.head(k)).size).toBe(7);
+    });
+
+    it('gives different etags to different contents of one key', async () => {
+      const k = key('b');
+      const first = await store.put(k, Buffer.from('one'));
+      const second = await store.put(k, Buffer.from('two'));
+      expect(second.etag).not.toBe(first.etag);
+    });
+
+    it('answers NotFound for get, head and getStream of a missing key', async () => {
+      const k = key('missing');
+      expect(await codeOf(store.get(k))).toBe('NotFound');
+      expect(await codeOf(store.head(k))).toBe('NotFound');
+      expect(await codeOf(store.getStream(k))).toBe('NotFound');
+    });
+
+    it('answers notModified to a conditional get with the current etag only', async () => {
+      const k = key('c');
+      const { etag } = await store.put(k, Buffer.from('x'));
+      const same = await store.get(k, { ifNoneMatch: etag });
+      expect(same.notModified).toBe(true);
+      expect(same.etag).toBe(etag);
+      await store.put(k, Buffer.from('y'));
+      const changed = await store.get(k, { ifNoneMatch: etag });
+      expect(changed.notModified).toBe(false);
+      if (!changed.notModified) expect(changed.body.toString()).toBe('y');
+    });
+
+    it('creates only once with ifNoneMatch *', async () => {
+      const k = key('create-only');
+      await store.put(k, Buffer.from('first'), { ifNoneMatch: '*' });
+      expect(await codeOf(store.put(k, Buffer.from('second'), { ifNoneMatch: '*' }))).toBe('PreconditionFailed');
+      const got = await store.get(k);
+      if (!got.notModified) expect(got.body.toString()).toBe('first');
+    });
+
+    it('replaces only the matching version with ifMatch', async () => {
+      const k = key('cas');
+      const v1 = await store.put(k, Buffer.from('v1'), { ifNoneMatch: '*' });
+      const v2 = await store.put(k, Buffer.from('v2'), { ifMatch: v1.etag });
+      expect(await codeOf(store.put(k, Buffer.from('v3'), { ifMatch: v1.etag }))).toBe('PreconditionFailed');
+      const got = await store.get(k);
+      if (!got.notModified) {
+        expect(got.body.toString()).toBe('v2');
+        expect(got.etag).toBe(v2.etag);
+      }
+    });
+
+    it('refuses ifMatch on a missing key', async () => {
+      // AWS answers 404 here and Ceph RGW 412; both mean "not the version you expected".
+      const code = await codeOf(store.put(key('nothing'), Buffer.from('x'), { ifMatch: '"0123"' }));
+      expect(['PreconditionFailed', 'NotFound']).toContain(code);
+    });
+
+    it('lets exactly one of 20 racing create-only writes win', async () => {
+      const k = key('race-create');
+      const codes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => codeOf(store.put(k, Buffer.from(`writer ${i}`), { ifNoneMatch: '*' }))),
+      );
+      expect(codes.filter((c) => c === 'ok')).toHaveLength(1);
+      for (const c of codes) expect(['ok', 'PreconditionFailed', 'ConditionalConflict']).toContain(c);
+    });
+
+    it('lets exactly one of 20 racing ifMatch writes on one version win', async () => {
+      const k = key('race-cas');
+      const { etag } = await store.put(k, Buffer.from('base'), { ifNoneMatch: '*' });
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => ({
+          i,
+          code: await codeOf(store.put(k, Buffer.from(`writer ${i}`), { ifMatch: etag })),
+        })),
+      );
+      const winners = outcomes.filter((o) => o.code === 'ok');
+      expect(winners).toHaveLength(1);
+      for (const o of outcomes) expect(['ok', 'PreconditionFailed', 'ConditionalConflict']).toContain(o.code);
+      const got = await store.get(k);
+      if (!got.notModified) expect(got.body.toString()).toBe(`writer ${winners[0]?.i}`);
+    });
+
+    it('writes a file body and streams it back', async () => {
+      const k = key('pack');
+      const data = randomBytes(3 * 1024 * 1024 + 17);
+      const path = join(tmpdir(), `narwal-conformance-${process.pid}-${n}`);
+      await writeFile(path, data);
+      await store.put(k, { path, size: data.length }, { ifNoneMatch: '*' });
+      const stream = await store.getStream(k);
+      expect(stream.size).toBe(data.length);
+      expect((await readAll(stream.body)).equals(data)).toBe(true);
+      expect(await codeOf(store.put(k, { path, size: data.length }, { ifNoneMatch: '*' }))).toBe(
+        'PreconditionFailed',
+      );
+    });
+
+    it('lists keys under a prefix in order, page by page', async () => {
+      const dir = key('list');
+      const names = ['b', 'a', 'c/d', 'c/e', 'f'];
+      await Promise.all(names.map((x) => store.put(`${dir}/${x}`, Buffer.from(x))));
+      await store.put(`${dir}-sibling`, Buffer.from('not under the prefix'));
+      const first = await store.list(`${dir}/`, { limit: 2 });
+      expect(first.keys).toEqual([`${dir}/a`, `${dir}/b`]);
+      expect(first.next).toBeDefined();
+      const rest = await store.list(`${dir}/`, { startAfter: first.next, limit: 10 });
+      expect(rest.keys).toEqual([`${dir}/c/d`, `${dir}/c/e`, `${dir}/f`]);
+      expect(rest.next).toBeUndefined();
+    });
+
+    it('deletes, and deleting a missing key succeeds', async () => {
+      const k = key('gone');
+      await store.put(k, Buffer.from('x'));
+      await store.delete(k);
+      expect(await codeOf(store.get(k))).toBe('NotFound');
+      await store.delete(k);
+      await store.put(k, Buffer.from('again'), { ifNoneMatch: '*' });
+    });
+  });
+}
