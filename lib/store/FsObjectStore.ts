@@ -11,7 +11,18 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { copyFile, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import {
+  copyFile,
+  link,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  stat,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ConditionalConflict, NotFound, PreconditionFailed, StoreUnavailable } from './errors.js';
@@ -194,7 +205,11 @@ export class FsObjectStore implements ObjectStore {
   }
 
   #path(key: string): string {
-    if (key === '' || key.startsWith('/') || key.split('/').some((part) => part === '' || part === '.' || part === '..')) {
+    if (
+      key === '' ||
+      key.startsWith('/') ||
+      key.split('/').some((part) => part === '' || part === '.' || part === '..')
+    ) {
       throw new StoreUnavailable(key, `invalid object key: ${JSON.stringify(key)}`);
     }
     return join(this.#objects, ...key.split('/'));
@@ -204,7 +219,12 @@ export class FsObjectStore implements ObjectStore {
     if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR') || isCode(error, 'EISDIR')) {
       return new NotFound(key, { cause: error });
     }
-    if (error instanceof Error && 'code' in error && typeof error.code === 'string' && error.code !== 'StoreUnavailable') {
+    if (
+      error instanceof Error &&
+      'code' in error &&
+      typeof error.code === 'string' &&
+      error.code !== 'StoreUnavailable'
+    ) {
       return new StoreUnavailable(key, `filesystem store: ${error.message}`, { cause: error });
     }
     return error instanceof Error ? error : new StoreUnavailable(key, String(error));

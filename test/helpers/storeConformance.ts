@@ -3,7 +3,7 @@
  * Each adapter's test file calls `describeObjectStoreConformance` with a factory.
  */
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,7 +89,9 @@ export function describeObjectStoreConformance(name: string, make: () => Promise
     it('creates only once with ifNoneMatch *', async () => {
       const k = key('create-only');
       await store.put(k, Buffer.from('first'), { ifNoneMatch: '*' });
-      expect(await codeOf(store.put(k, Buffer.from('second'), { ifNoneMatch: '*' }))).toBe('PreconditionFailed');
+      expect(await codeOf(store.put(k, Buffer.from('second'), { ifNoneMatch: '*' }))).toBe(
+        'PreconditionFailed',
+      );
       const got = await store.get(k);
       if (!got.notModified) expect(got.body.toString()).toBe('first');
     });
@@ -115,7 +117,9 @@ export function describeObjectStoreConformance(name: string, make: () => Promise
     it('lets exactly one of 20 racing create-only writes win', async () => {
       const k = key('race-create');
       const codes = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => codeOf(store.put(k, Buffer.from(`writer ${i}`), { ifNoneMatch: '*' }))),
+        Array.from({ length: 20 }, (_, i) =>
+          codeOf(store.put(k, Buffer.from(`writer ${i}`), { ifNoneMatch: '*' })),
+        ),
       );
       expect(codes.filter((c) => c === 'ok')).toHaveLength(1);
       for (const c of codes) expect(['ok', 'PreconditionFailed', 'ConditionalConflict']).toContain(c);
@@ -149,6 +153,7 @@ export function describeObjectStoreConformance(name: string, make: () => Promise
       expect(await codeOf(store.put(k, { path, size: data.length }, { ifNoneMatch: '*' }))).toBe(
         'PreconditionFailed',
       );
+      await rm(path, { force: true });
     });
 
     it('lists keys under a prefix in order, page by page', async () => {

@@ -22,21 +22,32 @@ describe('parseFaultSpec', () => {
       { op: 'put', kind: '500', applied: false, rate: 0.01 },
       { op: 'get', kind: '503', applied: false, rate: 0.01 },
     ]);
-    expect(parseFaultSpec('puttimeoutapplied=0.1')).toEqual([{ op: 'put', kind: 'timeout', applied: true, rate: 0.1 }]);
+    expect(parseFaultSpec('puttimeoutapplied=0.1')).toEqual([
+      { op: 'put', kind: 'timeout', applied: true, rate: 0.1 },
+    ]);
     expect(parseFaultSpec('')).toEqual([]);
   });
 
-  it.each(['put=0.1', 'put409', 'put409=2', 'post500=0.1', 'put409=abc'])('rejects %s with a clear message', (spec) => {
-    expect(() => parseFaultSpec(spec)).toThrow(/invalid fault rule/);
-  });
+  it.each(['put=0.1', 'put409', 'put409=2', 'post500=0.1', 'put409=abc'])(
+    'rejects %s with a clear message',
+    (spec) => {
+      expect(() => parseFaultSpec(spec)).toThrow(/invalid fault rule/);
+    },
+  );
 });
 
 describe('FaultyObjectStore', () => {
-  async function withStore(spec: string, test: (store: FaultyObjectStore, inner: FsObjectStore) => Promise<void>) {
+  async function withStore(
+    spec: string,
+    test: (store: FaultyObjectStore, inner: FsObjectStore) => Promise<void>,
+  ) {
     const root = await mkdtemp(join(tmpdir(), 'narwal-faulty-'));
     const inner = new FsObjectStore(root);
     try {
-      await test(new FaultyObjectStore(inner, { latencyMs: 0, faults: parseFaultSpec(spec), random: () => 0 }), inner);
+      await test(
+        new FaultyObjectStore(inner, { latencyMs: 0, faults: parseFaultSpec(spec), random: () => 0 }),
+        inner,
+      );
     } finally {
       await rm(root, { recursive: true, force: true });
     }
