@@ -1,0 +1,118 @@
+/**
+ * The composition root: builds every adapter from the configuration, once, and wires them into the
+ * core handler. Tests build apps with their own stores and directories through the same function.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { TokenStore } from './auth/TokenStore.js';
+import { claimNodeDir } from './cache/nodeDir.js';
+import { RepoCache } from './cache/RepoCache.js';
+import type { Config } from './config.js';
+import { GitBudget } from './git/GitBudget.js';
+import { GitRunner } from './git/GitRunner.js';
+import { installHooks } from './git/hookScript.js';
+import { createHandler } from './http/createHandler.js';
+import type { CoreHandler } from './http/types.js';
+import type { Logger } from './log.js';
+import { FaultyObjectStore } from './store/FaultyObjectStore.js';
+import { FsObjectStore } from './store/FsObjectStore.js';
+import type { ObjectStore } from './store/ObjectStore.js';
+import { Publisher } from './wal/Publisher.js';
+import { Wal } from './wal/Wal.js';
+
+export interface App {
+  readonly handler: CoreHandler;
+  readonly store: ObjectStore;
+  readonly wal: Wal;
+  readonly publisher: Publisher;
+  readonly cache: RepoCache;
+  readonly tokens: TokenStore;
+  readonly adminToken: { readonly value: string; readonly generated: boolean };
+  /** Removes this node's cache directory. */
+  close(): Promise<void>;
+}
+
+/** The S3 SDK is loaded only when configured, so the embedded default starts without it. */
+export async function createStore(config: Config): Promise<ObjectStore> {
+  let base: ObjectStore;
+  if (config.store.kind === 'fs') {
+    base = new FsObjectStore(config.store.root);
+  } else {
+    const [{ S3Client }, { S3ObjectStore }] = await Promise.all([
+      import('@aws-sdk/client-s3'),
+      import('./store/S3ObjectStore.js'),
+    ]);
+    base = new S3ObjectStore({
+      client: new S3Client({
+        region: config.store.region,
+        forcePathStyle: config.store.forcePathStyle,
+        // Checksums only where S3 requires them: S3-compatible stores (Ceph RGW 16) refuse the
+        // default streamed-upload checksums with 411.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        ...(config.store.endpoint ? { endpoint: config.store.endpoint } : {}),
+      }),
+      bucket: config.store.bucket,
+      prefix: config.store.prefix,
+    });
+  }
+  if (config.storeLatencyMs === 0 && config.storeFaults.length === 0) return base;
+  return new FaultyObjectStore(base, { latencyMs: config.storeLatencyMs, faults: config.storeFaults });
+}
+
+export async function createApp(
+  config: Config,
+  logger: Logger,
+  options: { store?: ObjectStore } = {},
+): Promise<App> {
+  const store = options.store ?? (await createStore(config));
+  const adminToken = await loadAdminToken(config);
+  const home = join(config.dataDir, 'home');
+  await mkdir(home, { recursive: true });
+  const node = await claimNodeDir(config.cacheDir);
+  const scratchRoot = join(node.dir, 'push');
+  await mkdir(scratchRoot, { recursive: true });
+  const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
+  const wal = new Wal(store);
+  const publisher = new Publisher(wal);
+  const cache = new RepoCache({ root: node.dir, wal });
+  const git = new GitRunner({ budget: new GitBudget(config.gitChildren, config.gitQueueMs), home });
+  const tokens = new TokenStore(store, adminToken.value);
+  const handler = createHandler({
+    wal,
+    cache,
+    git,
+    publisher,
+    store,
+    tokens,
+    logger,
+    hooksDir,
+    scratchRoot,
+    maxPushBytes: config.maxPushBytes,
+    maxFetchRequestBytes: config.maxFetchRequestBytes,
+    maxHeadBytes: 16 * 1024 * 1024,
+    maxCommands: 100_000,
+    publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
+  });
+  return { handler, store, wal, publisher, cache, tokens, adminToken, close: () => node.remove() };
+}
+
+/** NARWAL_ADMIN_TOKEN, else the token this data directory generated on its first start. */
+async function loadAdminToken(config: Config): Promise<{ value: string; generated: boolean }> {
+  if (config.adminToken) return { value: config.adminToken, generated: false };
+  const path = join(config.dataDir, 'admin-token');
+  const existing = await readFile(path, 'utf8').then(
+    (t) => t.trim(),
+    () => '',
+  );
+  if (existing !== '') return { value: existing, generated: false };
+  await mkdir(config.dataDir, { recursive: true });
+  const value = `nwl_${randomBytes(24).toString('base64url')}`;
+  try {
+    await writeFile(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
+    return { value, generated: true };
+  } catch {
+    // Another process sharing this data directory generated it first.
+    return { value: (await readFile(path, 'utf8')).trim(), generated: false };
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * All configuration comes from the environment (and CLI flags that override it) through this one
+ * typed module, which fails fast with a message naming the variable.
+ */
+import { resolve } from 'node:path';
+import { type FaultRule, parseFaultSpec } from './store/faultSpec.js';
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly cacheDir: string;
+  readonly store: { readonly kind: 'fs'; readonly root: string } | S3Config;
+  readonly storeLatencyMs: number;
+  readonly storeFaults: readonly FaultRule[];
+  readonly adminToken: string | undefined;
+  readonly publicUrl: string | undefined;
+  readonly maxPushBytes: number;
+  readonly maxFetchRequestBytes: number;
+  readonly gitChildren: number;
+  readonly gitQueueMs: number;
+  readonly quiet: boolean;
+}
+
+export interface S3Config {
+  readonly kind: 's3';
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly endpoint: string | undefined;
+  readonly region: string;
+  readonly forcePathStyle: boolean;
+}
+
+export class ConfigError extends Error {
+  readonly code = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function loadConfig(
+  env: Env = process.env,
+  overrides: { port?: number; host?: string; dataDir?: string } = {},
+): Config {
+  const dataDir = resolve(overrides.dataDir ?? env.NARWAL_DATA ?? '.narwal');
+  const storeKind = env.NARWAL_STORE ?? 'fs';
+  if (storeKind !== 'fs' && storeKind !== 's3')
+    throw new ConfigError(`NARWAL_STORE must be "fs" or "s3", not ${JSON.stringify(storeKind)}`);
+  const store =
+    storeKind === 'fs'
+      ? { kind: 'fs' as const, root: resolve(env.NARWAL_STORE_DIR ?? `${dataDir}/store`) }
+      : {
+          kind: 's3' as const,
+          bucket: required(env, 'NARWAL_S3_BUCKET'),
+          prefix: normalizePrefix(env.NARWAL_S3_PREFIX ?? ''),
+          endpoint: env.NARWAL_S3_ENDPOINT,
+          region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
+          forcePathStyle: flag(env, 'NARWAL_S3_FORCE_PATH_STYLE', env.NARWAL_S3_ENDPOINT !== undefined),
+        };
+  let storeFaults: FaultRule[];
+  try {
+    storeFaults = parseFaultSpec(env.NARWAL_STORE_FAULTS ?? '');
+  } catch (error) {
+    throw new ConfigError(`NARWAL_STORE_FAULTS: ${(error as Error).message}`);
+  }
+  return {
+    host: overrides.host ?? env.HOST ?? '127.0.0.1',
+    port: overrides.port ?? integer(env, 'PORT', 8080, 0, 65535),
+    dataDir,
+    cacheDir: resolve(env.NARWAL_CACHE_DIR ?? `${dataDir}/cache`),
+    store,
+    storeLatencyMs: integer(env, 'NARWAL_STORE_LATENCY_MS', 0, 0, 60_000),
+    storeFaults,
+    adminToken: env.NARWAL_ADMIN_TOKEN || undefined,
+    publicUrl: env.NARWAL_PUBLIC_URL || undefined,
+    maxPushBytes: integer(env, 'NARWAL_MAX_PUSH_BYTES', 2 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER),
+    maxFetchRequestBytes: integer(
+      env,
+      'NARWAL_MAX_FETCH_REQUEST_BYTES',
+      64 * 1024 ** 2,
+      1024,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    gitChildren: integer(env, 'NARWAL_GIT_CHILDREN', 32, 1, 10_000),
+    gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 30_000, 0, 3_600_000),
+    quiet: flag(env, 'NARWAL_QUIET', false),
+  };
+}
+
+function required(env: Env, name: string): string {
+  const value = env[name];
+  if (!value) throw new ConfigError(`${name} is required`);
+  return value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, not ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, not ${JSON.stringify(raw)}`);
+}
+
+/** `narwal` and `narwal/` both mean the folder narwal/. */
+function normalizePrefix(prefix: string): string {
+  const trimmed = prefix.replace(/^\/+|\/+$/g, '');
+  return trimmed === '' ? '' : `${trimmed}/`;
+}

@@ -1,0 +1,97 @@
+/**
+ * Runs the real `git` with an environment that works on a read-only home (Lambda) and with
+ * repositories owned by another uid (EFS access points): HOME points at a writable directory,
+ * system and global config are ignored, and safe.directory is given on the command line, which
+ * git treats as protected config.
+ */
+import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
+import type { GitBudget } from './GitBudget.js';
+
+export interface GitSpawnOptions {
+  readonly cwd?: string;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly stdio?: StdioOptions;
+}
+
+export interface GitResult {
+  readonly code: number | null;
+  readonly stdout: Buffer;
+  readonly stderr: string;
+}
+
+export class GitFailed extends Error {
+  readonly code = 'GitFailed';
+  constructor(
+    readonly args: readonly string[],
+    readonly exitCode: number | null,
+    readonly stderr: string,
+  ) {
+    super(`git ${args[0] ?? ''} failed (${exitCode}): ${stderr.trim().split('\n').slice(-3).join(' / ')}`);
+  }
+}
+
+export class GitRunner {
+  readonly #budget: GitBudget;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #binary: string;
+
+  constructor(options: { budget: GitBudget; home: string; binary?: string }) {
+    this.#budget = options.budget;
+    this.#binary = options.binary ?? 'git';
+    this.#env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: options.home,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_TERMINAL_PROMPT: '0',
+      LANG: 'C',
+    };
+  }
+
+  /** Spawns git once a budget slot is free; the slot is released when the child exits. */
+  async spawn(args: readonly string[], options: GitSpawnOptions = {}): Promise<ChildProcess> {
+    const release = await this.#budget.acquire();
+    try {
+      const child = spawn(this.#binary, ['-c', 'safe.directory=*', ...args], {
+        cwd: options.cwd,
+        env: { ...this.#env, ...options.env },
+        stdio: options.stdio ?? ['pipe', 'pipe', 'pipe'],
+      });
+      child.once('close', release);
+      child.once('error', release);
+      return child;
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /** Runs a short git command to completion, feeding `input`, collecting output. */
+  async run(
+    args: readonly string[],
+    options: GitSpawnOptions & { input?: string | Buffer } = {},
+  ): Promise<GitResult> {
+    const child = await this.spawn(args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout?.on('data', (d: Buffer) => stdout.push(d));
+    child.stderr?.on('data', (d: Buffer) => stderr.push(d));
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(options.input ?? '');
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', resolve);
+    });
+    return { code, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString('utf8') };
+  }
+
+  /** Like run, but throws GitFailed on a non-zero exit. */
+  async check(
+    args: readonly string[],
+    options: GitSpawnOptions & { input?: string | Buffer } = {},
+  ): Promise<Buffer> {
+    const result = await this.run(args, options);
+    if (result.code !== 0) throw new GitFailed(args, result.code, result.stderr);
+    return result.stdout;
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * A push: the real `git receive-pack --stateless-rpc` receives and validates the pack
+ * (index-pack --strict, connectivity) and writes report-status; narwal decides every ref update
+ * through git's proc-receive hook (receive.procReceiveRefs=refs hands all of them to it), so that
+ * the entry is published - packs uploaded, entry written, index CAS won - before git can report
+ * `ok` for any ref (DESIGN.md invariant 1).
+ *
+ * The hook itself is a two-line shell relay (see hookScript.ts): receive-pack's children inherit
+ * fd 3, a socketpair to this process, so the decision runs here with the store clients, caches
+ * and group commit of this node, and no extra runtime starts per push.
+ */
+import type { Duplex, Readable } from 'node:stream';
+import type { RepoCache } from '../cache/RepoCache.js';
+import type { Logger } from '../log.js';
+import {
+  type ProcReceiveCommand,
+  type ProcReceiveResult,
+  serveProcReceive,
+} from '../protocol/procReceive.js';
+import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
+import { isStoreError } from '../store/errors.js';
+import type { ObjectStore } from '../store/ObjectStore.js';
+import { packKey } from '../wal/keys.js';
+import { OutcomeUnknown, type Publisher, RepoNotFound } from '../wal/Publisher.js';
+import { putImmutable } from '../wal/putImmutable.js';
+import type { Identity, LoadedIndex } from '../wal/types.js';
+import { type ChildExit, childExit, firstOutput } from './childOutput.js';
+import type { GitRunner } from './GitRunner.js';
+import { createScratchRepo, type ReceivedPack } from './scratchRepo.js';
+
+export interface ReceivePackDeps {
+  readonly git: GitRunner;
+  readonly cache: RepoCache;
+  readonly publisher: Publisher;
+  readonly store: ObjectStore;
+  readonly hooksDir: string;
+  readonly scratchRoot: string;
+  readonly maxHeadBytes: number;
+  readonly maxCommands: number;
+  readonly logger: Logger;
+}
+
+export type ReceivePackOutcome =
+  | { readonly kind: 'stream'; readonly body: Readable }
+  | { readonly kind: 'refused'; readonly exit: ChildExit; readonly inputError?: Error };
+
+/** Git configuration for receive-pack; each line says why. */
+export function receivePackConfig(hooksDir: string): string[] {
+  return [
+    // Every ref command goes to the proc-receive hook: narwal, not receive-pack, updates refs.
+    ...['-c', 'receive.procReceiveRefs=refs'],
+    ...['-c', `core.hooksPath=${hooksDir}`],
+    // Keep every pushed pack as a pack (never explode it into loose objects) so it can be stored as is.
+    ...['-c', 'receive.unpackLimit=1'],
+    ...['-c', 'receive.fsckObjects=true'],
+    ...['-c', 'receive.advertisePushOptions=true'],
+    // The private repository is thrown away after the push; gc there is wasted work.
+    ...['-c', 'receive.autogc=false'],
+    ...['-c', 'gc.auto=0'],
+  ];
+}
+
+export async function runReceivePack(
+  deps: ReceivePackDeps,
+  request: { repo: string; loaded: LoadedIndex; body: Readable; who: Identity },
+): Promise<ReceivePackOutcome> {
+  const { repo } = request;
+  const cacheDir = await deps.cache.ensureRepo(repo);
+  const scratch = await createScratchRepo(deps.scratchRoot, cacheDir);
+  let child: Awaited<ReturnType<GitRunner['spawn']>>;
+  try {
+    child = await deps.git.spawn(
+      [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc', scratch.dir],
+      {
+        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      },
+    );
+  } catch (error) {
+    await scratch.remove();
+    throw error;
+  }
+  const exit = childExit(child);
+  void exit.then(() => scratch.remove());
+
+  const channel = child.stdio[3] as Duplex;
+  const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
+    try {
+      return await publishPush(deps, {
+        repo,
+        commands,
+        atomic: capabilities.includes('atomic'),
+        who: request.who,
+        scratch,
+      });
+    } catch (error) {
+      // Nothing was published (or its outcome could not be learned): no ref may report ok.
+      deps.logger.error('push not published', {
+        repo,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      const reason = refusalFor(error);
+      return commands.map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason }));
+    }
+  };
+  const hook = serveProcReceive(channel, decide).catch((error: unknown) => error);
+  void exit.then(() => channel.destroy());
+
+  let inputError: Error | undefined;
+  const parser = new ReceivePackHeadParser({
+    maxHeadBytes: deps.maxHeadBytes,
+    maxCommands: deps.maxCommands,
+  });
+  const fail = (error: Error) => {
+    inputError ??= error;
+    child.kill('SIGKILL');
+  };
+  request.body.once('error', fail);
+  parser.once('error', fail);
+  child.stdin?.on('error', () => {});
+  request.body.pipe(parser).pipe(child.stdin as NodeJS.WritableStream);
+
+  const first = await firstOutput(child, exit);
+  if (inputError === undefined && first.started) return { kind: 'stream', body: first.body };
+  await hook;
+  const finished = first.started ? await exit : first.exit;
+  return { kind: 'refused', exit: finished, ...(inputError ? { inputError } : {}) };
+}
+
+async function publishPush(
+  deps: ReceivePackDeps,
+  push: {
+    repo: string;
+    commands: ProcReceiveCommand[];
+    atomic: boolean;
+    who: Identity;
+    scratch: { packs(): Promise<ReceivedPack[]> };
+  },
+): Promise<ProcReceiveResult[]> {
+  const packs = push.commands.some((c) => !/^0+$/.test(c.newOid)) ? await push.scratch.packs() : [];
+  await Promise.all(
+    packs.flatMap((p) => [
+      putImmutable(deps.store, packKey(push.repo, p.name, 'pack'), { path: p.packPath, size: p.packSize }),
+      putImmutable(deps.store, packKey(push.repo, p.name, 'idx'), { path: p.idxPath, size: p.idxSize }),
+    ]),
+  );
+  const result = await deps.publisher.publish({
+    repo: push.repo,
+    commands: push.commands.map((c) => ({ ref: c.ref, oldOid: c.oldOid, newOid: c.newOid })),
+    atomic: push.atomic,
+    who: push.who,
+    packs: packs.map((p) => p.name),
+  });
+  if (result.seq !== null) {
+    await deps.cache.adoptPacks(push.repo, packs);
+    await deps.cache.catchUp(push.repo, result.loaded);
+  }
+  return result.outcomes.map((o) =>
+    o.ok ? { ref: o.ref, ok: true } : { ref: o.ref, ok: false, reason: o.reason },
+  );
+}
+
+function refusalFor(error: unknown): string {
+  if (error instanceof RepoNotFound) return 'narwal: the repository was deleted during the push';
+  if (error instanceof OutcomeUnknown) {
+    return 'narwal: storage failed while recording the push and its outcome is unknown; fetch to see whether it landed';
+  }
+  if (isStoreError(error, 'StoreUnavailable')) {
+    return 'narwal: storage unavailable, the push was not recorded; retry the push';
+  }
+  return 'narwal: internal error, the push was not recorded; retry the push';
+}

@@ -1,0 +1,47 @@
+/**
+ * The one place where errors become HTTP responses. Anything not meant for the client becomes a
+ * plain 500 with the request id (the log has the rest), never a stack or an SDK error.
+ */
+import { Busy } from '../git/GitBudget.js';
+import { ProtocolError } from '../protocol/ProtocolError.js';
+import { StoreError } from '../store/errors.js';
+import { RepoNotFound } from '../wal/Publisher.js';
+import { HttpError } from './HttpError.js';
+import type { CoreResponse } from './types.js';
+
+export interface ErrorLogger {
+  error(message: string, fields: Record<string, unknown>): void;
+}
+
+export function errorResponse(error: unknown, requestId: string, logger: ErrorLogger): CoreResponse {
+  if (error instanceof HttpError) return text(error.status, error.message, error.headers);
+  if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
+  if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
+  if (error instanceof Busy) {
+    return text(503, error.message, { 'retry-after': String(error.retryAfterSeconds) });
+  }
+  if (error instanceof StoreError && error.code === 'StoreUnavailable') {
+    logger.error('store unavailable', { requestId, error: describe(error) });
+    return text(503, `narwal: storage temporarily unavailable; retry in a moment (request ${requestId})`, {
+      'retry-after': '1',
+    });
+  }
+  logger.error('unexpected error', { requestId, error: describe(error) });
+  return text(500, `narwal: internal error (request ${requestId})`);
+}
+
+export function text(
+  status: number,
+  message: string,
+  headers: Readonly<Record<string, string>> = {},
+): CoreResponse {
+  return {
+    status,
+    headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', ...headers },
+    body: Buffer.from(`${message}\n`),
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}

@@ -1,0 +1,222 @@
+/**
+ * git's smart HTTP protocol (gitprotocol-http(5)): `GET info/refs?service=...`, then POSTs to
+ * `git-upload-pack` or `git-receive-pack`. Every read first proves the cache is at the current
+ * index etag; every push is published to the log before git reports it.
+ */
+import { canCreate, canRead, canWrite, type Principal } from '../auth/Principal.js';
+import type { RepoCache } from '../cache/RepoCache.js';
+import { childBody, childExit, firstOutput } from '../git/childOutput.js';
+import type { GitRunner } from '../git/GitRunner.js';
+import { type ReceivePackDeps, receivePackConfig, runReceivePack } from '../git/receivePack.js';
+import { gitProtocolEnv, uploadPackConfig, wantsProtocolV2 } from '../git/uploadPack.js';
+import type { Logger } from '../log.js';
+import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
+import type { LoadedIndex } from '../wal/types.js';
+import type { Wal } from '../wal/Wal.js';
+import { RepoExists } from '../wal/Wal.js';
+import { errorResponse } from './errorResponse.js';
+import { badRequest, forbidden, HttpError, notFound, unauthorized } from './HttpError.js';
+import { decodedBody } from './requestBody.js';
+import type { CoreRequest, CoreResponse } from './types.js';
+
+export type GitService = 'git-upload-pack' | 'git-receive-pack';
+
+export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
+  readonly wal: Wal;
+  readonly cache: RepoCache;
+  readonly git: GitRunner;
+  readonly logger: Logger;
+  readonly maxPushBytes: number;
+  readonly maxFetchRequestBytes: number;
+}
+
+const NO_CACHE = {
+  'cache-control': 'no-cache, max-age=0, must-revalidate',
+  expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
+  pragma: 'no-cache',
+};
+
+export async function infoRefs(
+  deps: GitRouteDeps,
+  request: CoreRequest,
+  repo: string,
+  principal: Principal | null,
+): Promise<CoreResponse> {
+  const service = request.query.get('service');
+  if (service !== 'git-upload-pack' && service !== 'git-receive-pack') {
+    throw forbidden('narwal: only the smart HTTP protocol is supported; use git 1.6.6 or newer');
+  }
+  const loaded =
+    service === 'git-upload-pack'
+      ? await authorizeRead(deps, repo, principal)
+      : await authorizePush(deps, repo, principal);
+  const dir = loaded ? deps.cache.repoDir(repo) : await deps.cache.emptyRepo();
+  if (loaded) await deps.cache.catchUp(repo, loaded);
+  const protocol = request.headers['git-protocol'];
+  const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
+  const config = service === 'git-upload-pack' ? uploadPackConfig() : receivePackConfig(deps.hooksDir);
+  const child = await deps.git.spawn(
+    [...config, service.slice(4), '--stateless-rpc', '--advertise-refs', dir],
+    {
+      env: service === 'git-upload-pack' ? gitProtocolEnv(protocol) : {},
+    },
+  );
+  child.stdin?.end();
+  const exit = childExit(child);
+  void exit.then((e) => {
+    if (e.code !== 0)
+      deps.logger.warn('advertisement failed', { repo, service, code: e.code, stderr: e.stderr });
+  });
+  // In protocol v2 the server's first response is the capability advertisement itself.
+  const prefix = v2 ? Buffer.alloc(0) : Buffer.concat([encodePktLine(`# service=${service}\n`), FLUSH_PKT]);
+  return {
+    status: 200,
+    headers: { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE },
+    body: childBody(child, prefix),
+  };
+}
+
+export async function uploadPack(
+  deps: GitRouteDeps,
+  request: CoreRequest,
+  repo: string,
+  principal: Principal | null,
+): Promise<CoreResponse> {
+  requireContentType(request, 'application/x-git-upload-pack-request');
+  const loaded = await authorizeRead(deps, repo, principal);
+  if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
+  await deps.cache.catchUp(repo, loaded);
+  const body = decodedBody(request, deps.maxFetchRequestBytes, 'the fetch request');
+  const protocol = request.headers['git-protocol'];
+  const child = await deps.git.spawn(
+    [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', deps.cache.repoDir(repo)],
+    {
+      env: gitProtocolEnv(protocol),
+    },
+  );
+  const exit = childExit(child);
+  let inputError: Error | undefined;
+  body.once('error', (error) => {
+    inputError ??= error;
+    child.kill('SIGKILL');
+  });
+  child.stdin?.on('error', () => {});
+  body.pipe(child.stdin as NodeJS.WritableStream);
+  const first = await firstOutput(child, exit);
+  if (first.started && inputError === undefined) {
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
+      body: first.body,
+    };
+  }
+  if (inputError) throw inputError;
+  const finished = first.started ? await exit : first.exit;
+  if (finished.code === 0) {
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
+      body: Buffer.alloc(0),
+    };
+  }
+  throw gitRefused('upload-pack', finished.stderr);
+}
+
+export async function receivePack(
+  deps: GitRouteDeps,
+  request: CoreRequest,
+  repo: string,
+  principal: Principal | null,
+): Promise<CoreResponse> {
+  requireContentType(request, 'application/x-git-receive-pack-request');
+  let loaded = await authorizePush(deps, repo, principal);
+  const body = decodedBody(request, deps.maxPushBytes, 'the push');
+  if (loaded === null) loaded = await createForPush(deps, repo);
+  await deps.cache.catchUp(repo, loaded);
+  const outcome = await runReceivePack(deps, {
+    repo,
+    loaded,
+    body,
+    who: {
+      token: principal?.name ?? 'anonymous',
+      ...(principal?.owner ? { owner: principal.owner } : {}),
+      ...(request.headers['user-agent'] ? { agent: request.headers['user-agent'].slice(0, 200) } : {}),
+      ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),
+    },
+  });
+  if (outcome.kind === 'stream') {
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/x-git-receive-pack-result', ...NO_CACHE },
+      body: outcome.body,
+    };
+  }
+  if (outcome.inputError) return errorResponse(outcome.inputError, request.requestId, deps.logger);
+  if (outcome.exit.code === 0) {
+    // git's probe POST (a lone flush-pkt) and empty requests get an empty answer.
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/x-git-receive-pack-result', ...NO_CACHE },
+      body: Buffer.alloc(0),
+    };
+  }
+  throw gitRefused('receive-pack', outcome.exit.stderr);
+}
+
+/** Reads the index and checks read access; anonymous users are asked for credentials. */
+async function authorizeRead(
+  deps: GitRouteDeps,
+  repo: string,
+  principal: Principal | null,
+): Promise<LoadedIndex | null> {
+  const loaded = await deps.wal.readIndex(repo);
+  if (loaded && canRead(principal, repo, loaded.index.public)) return loaded;
+  if (principal === null) throw unauthorized(`narwal: authentication required for ${repo}`);
+  throw notFound(`narwal: repository ${repo} not found`);
+}
+
+async function authorizePush(
+  deps: GitRouteDeps,
+  repo: string,
+  principal: Principal | null,
+): Promise<LoadedIndex | null> {
+  if (principal === null) throw unauthorized(`narwal: authentication required to push to ${repo}`);
+  const loaded = await deps.wal.readIndex(repo);
+  if (loaded === null) {
+    if (canCreate(principal, repo)) return null;
+    if (canRead(principal, repo, false))
+      throw forbidden(`narwal: token ${principal.name} may not create ${repo}`);
+    throw notFound(`narwal: repository ${repo} not found`);
+  }
+  if (canWrite(principal, repo)) return loaded;
+  if (canRead(principal, repo, loaded.index.public))
+    throw forbidden(`narwal: token ${principal.name} may not push to ${repo}`);
+  throw notFound(`narwal: repository ${repo} not found`);
+}
+
+async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIndex> {
+  try {
+    const created = await deps.wal.createRepo(repo, { public: false });
+    deps.logger.info('repository created by push', { repo });
+    return created;
+  } catch (error) {
+    if (!(error instanceof RepoExists)) throw error;
+    const loaded = await deps.wal.readIndex(repo);
+    if (loaded === null) throw new HttpError(409, `narwal: repository ${repo} is being created; retry`);
+    return loaded;
+  }
+}
+
+function requireContentType(request: CoreRequest, expected: string): void {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== expected) throw badRequest(`narwal: expected Content-Type ${expected}`);
+}
+
+function gitRefused(service: string, stderr: string): HttpError {
+  const line = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .pop();
+  return badRequest(`narwal: git ${service} refused the request${line ? `: ${line}` : ''}`);
+}

@@ -1,0 +1,51 @@
+/**
+ * Keeps the index small: when the tail grows past its bounds, its items move into an immutable
+ * segment and the refs they set into a new ref table, both written create-only before the CAS
+ * that swaps them in. A push therefore rewrites an index of bounded size whatever the length of
+ * the log.
+ */
+import type { ObjectStore } from '../store/ObjectStore.js';
+import { encodeJson, sha256 } from './indexCodec.js';
+import { segmentKey, tableKey } from './keys.js';
+import { putImmutable } from './putImmutable.js';
+import type { RefTable, RepoIndex, Segment } from './types.js';
+import type { Wal } from './Wal.js';
+
+export interface FoldPolicy {
+  /** Fold when the tail holds more items than this... */
+  readonly maxTailItems: number;
+  /** ...or more ref updates than this in total. */
+  readonly maxTailUpdates: number;
+}
+
+export const DEFAULT_FOLD_POLICY: FoldPolicy = { maxTailItems: 32, maxTailUpdates: 512 };
+
+export function needsFold(index: RepoIndex, policy: FoldPolicy): boolean {
+  if (index.tail.length > policy.maxTailItems) return true;
+  let updates = 0;
+  for (const item of index.tail) updates += item.updates.length;
+  return updates > policy.maxTailUpdates;
+}
+
+/** Returns `index` with its whole tail folded into a new table and a new segment. */
+export async function foldTail(wal: Wal, store: ObjectStore, index: RepoIndex): Promise<RepoIndex> {
+  const first = index.tail[0];
+  if (first === undefined) return index;
+  const refs = await wal.allRefs(index);
+  const sorted = [...refs.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const table: RefTable = { v: 1, seq: index.seq, refs: sorted };
+  const segment: Segment = { v: 1, from: first.seq, to: index.seq, items: index.tail };
+  const tableBody = encodeJson(table);
+  const segmentBody = encodeJson(segment);
+  const tKey = tableKey(index.repo, sha256(tableBody));
+  const sKey = segmentKey(index.repo, sha256(segmentBody));
+  await Promise.all([putImmutable(store, tKey, tableBody), putImmutable(store, sKey, segmentBody)]);
+  wal.seedTable(tKey, refs);
+  wal.seedSegment(sKey, segment);
+  return {
+    ...index,
+    table: { key: tKey, seq: index.seq, count: refs.size },
+    segments: [...index.segments, { key: sKey, from: segment.from, to: segment.to }],
+    tail: [],
+  };
+}

@@ -1,0 +1,29 @@
+import { isStoreError } from '../store/errors.js';
+import type { ObjectStore, PutBody } from '../store/ObjectStore.js';
+
+/**
+ * Writes a content-addressed object create-only. "Already exists" is success (same key, same
+ * content), but only once a HEAD confirms it: a 412 is never taken on faith, because a write
+ * that names a missing object would corrupt the log.
+ */
+export async function putImmutable(store: ObjectStore, key: string, body: PutBody): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await store.put(key, body, { ifNoneMatch: '*' });
+      return;
+    } catch (error) {
+      if (!isStoreError(error, 'PreconditionFailed') && !isStoreError(error, 'ConditionalConflict')) {
+        if (!isStoreError(error, 'StoreUnavailable') || attempt >= 3) throw error;
+      }
+      const exists = await store.head(key).then(
+        () => true,
+        (e: unknown) => {
+          if (isStoreError(e, 'NotFound')) return false;
+          throw e;
+        },
+      );
+      if (exists) return;
+      if (attempt >= 3) throw error;
+    }
+  }
+}
