@@ -1,0 +1,90 @@
+/**
+ * Starts narwal for integration tests: either in this process (fast, for most tests) or as a real
+ * `narwal serve` process from the built CLI (for several nodes sharing one data directory).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type App, createApp } from '../../lib/app.js';
+import { loadConfig } from '../../lib/config.js';
+import { createNodeServer } from '../../lib/http/nodeServer.js';
+import { silentLogger } from '../../lib/log.js';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+export interface RunningNarwal {
+  readonly url: string;
+  /** The base URL with the admin token as credentials. */
+  readonly authUrl: string;
+  readonly dataDir: string;
+  stop(): Promise<void>;
+}
+
+export async function tempDataDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'narwal-data-'));
+}
+
+export async function startInProcess(
+  options: { dataDir?: string; env?: Record<string, string> } = {},
+): Promise<RunningNarwal & { app: App }> {
+  const dataDir = options.dataDir ?? (await tempDataDir());
+  const config = loadConfig({ NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env }, { dataDir, port: 0 });
+  const app = await createApp(config, silentLogger);
+  const server: Server = createNodeServer(app.handler, silentLogger);
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    app,
+    url,
+    authUrl: `http://admin:${ADMIN_TOKEN}@127.0.0.1:${port}`,
+    dataDir,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((done) => server.close(() => done()));
+      await app.close();
+      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const CLI = resolve(import.meta.dirname, '../../dist/narwal.js');
+
+/** A real `narwal serve` process; several may share one data directory. */
+export async function startProcess(options: {
+  dataDir: string;
+  env?: Record<string, string>;
+}): Promise<RunningNarwal & { child: ChildProcess }> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', options.dataDir], {
+    env: { PATH: process.env.PATH, NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, NARWAL_QUIET: '1', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const url = await new Promise<string>((done, fail) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (match?.[1]) done(match[1]);
+    });
+    child.once('exit', (code) => fail(new Error(`narwal serve exited with ${code}: ${stderr}`)));
+  });
+  return {
+    child,
+    url,
+    authUrl: url.replace('://', `://admin:${ADMIN_TOKEN}@`),
+    dataDir: options.dataDir,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((done) => child.once('exit', done));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
