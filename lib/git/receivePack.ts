@@ -164,8 +164,7 @@ function refusalFor(error: unknown): string {
   if (error instanceof OutcomeUnknown) {
     return 'narwal: storage failed while recording the push and its outcome is unknown; fetch to see whether it landed';
   }
-  if (isStoreError(error, 'StoreUnavailable')) {
-    return 'narwal: storage unavailable, the push was not recorded; retry the push';
-  }
+  if (isStoreError(error))
+    return 'narwal: storage busy or unavailable, the push was not recorded; retry the push';
   return 'narwal: internal error, the push was not recorded; retry the push';
 }

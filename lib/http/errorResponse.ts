@@ -20,6 +20,16 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof Busy) {
     return text(503, error.message, { 'retry-after': String(error.retryAfterSeconds) });
   }
+  if (
+    error instanceof StoreError &&
+    (error.code === 'ConditionalConflict' || error.code === 'PreconditionFailed')
+  ) {
+    // A race this request lost where no retry was left: retryable, not a server fault.
+    logger.error('store race not absorbed', { requestId, error: describe(error) });
+    return text(503, `narwal: busy with concurrent writers; retry in a moment (request ${requestId})`, {
+      'retry-after': '1',
+    });
+  }
   if (error instanceof StoreError && error.code === 'StoreUnavailable') {
     logger.error('store unavailable', { requestId, error: describe(error) });
     return text(503, `narwal: storage temporarily unavailable; retry in a moment (request ${requestId})`, {

@@ -2,6 +2,7 @@
  * Reading a repository's log: the index, the refs it implies, and the items between two
  * sequence numbers. Writing is the Publisher's job; both share this view of the store.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isStoreError, NotFound } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
@@ -72,20 +73,34 @@ export class Wal {
     this.#known.delete(repo);
   }
 
-  /** Creates an empty repository; throws RepoExists when the index is already there. */
+  /**
+   * Creates an empty repository; throws RepoExists when the index is already there. A create that
+   * collides (409) or whose outcome is unknown (5xx) is settled by reading the index back.
+   */
   async createRepo(repo: string, options: { public: boolean; now?: Date }): Promise<LoadedIndex> {
     const index = emptyIndex(repo, { public: options.public, now: options.now ?? new Date() });
-    try {
-      const { etag } = await this.store.put(indexKey(repo), encodeJson(index), {
-        ifNoneMatch: '*',
-        contentType: 'application/json',
-      });
-      const loaded = { index, etag };
-      this.remember(repo, loaded);
-      return loaded;
-    } catch (error) {
-      if (isStoreError(error, 'PreconditionFailed')) throw new RepoExists(repo);
-      throw error;
+    const body = encodeJson(index);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { etag } = await this.store.put(indexKey(repo), body, {
+          ifNoneMatch: '*',
+          contentType: 'application/json',
+        });
+        const loaded = { index, etag };
+        this.remember(repo, loaded);
+        return loaded;
+      } catch (error) {
+        if (isStoreError(error, 'PreconditionFailed')) throw new RepoExists(repo);
+        if (!isStoreError(error, 'ConditionalConflict') && !isStoreError(error, 'StoreUnavailable'))
+          throw error;
+        const existing = await this.readIndexFully(repo);
+        if (existing !== null) {
+          if (existing.index.created === index.created && existing.index.seq === 0) return existing;
+          throw new RepoExists(repo);
+        }
+        if (attempt >= 5) throw error;
+        await sleep(Math.round(Math.random() * 20 * 2 ** attempt));
+      }
     }
   }
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore, PutBody } from '../store/ObjectStore.js';
 
@@ -6,14 +7,19 @@ import type { ObjectStore, PutBody } from '../store/ObjectStore.js';
  * content), but only once a HEAD confirms it: a 412 is never taken on faith, because a write
  * that names a missing object would corrupt the log.
  */
-export async function putImmutable(store: ObjectStore, key: string, body: PutBody): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
+export async function putImmutable(
+  store: ObjectStore,
+  key: string,
+  body: PutBody,
+  attempts = 6,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
     try {
       await store.put(key, body, { ifNoneMatch: '*' });
       return;
     } catch (error) {
       if (!isStoreError(error, 'PreconditionFailed') && !isStoreError(error, 'ConditionalConflict')) {
-        if (!isStoreError(error, 'StoreUnavailable') || attempt >= 3) throw error;
+        if (!isStoreError(error, 'StoreUnavailable') || attempt >= attempts) throw error;
       }
       const exists = await store.head(key).then(
         () => true,
@@ -23,7 +29,8 @@ export async function putImmutable(store: ObjectStore, key: string, body: PutBod
         },
       );
       if (exists) return;
-      if (attempt >= 3) throw error;
+      if (attempt >= attempts) throw error;
+      await sleep(Math.round(Math.random() * 10 * 2 ** attempt));
     }
   }
 }

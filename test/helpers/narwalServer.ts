@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { type App, createApp } from '../../lib/app.js';
 import { loadConfig } from '../../lib/config.js';
 import { createNodeServer } from '../../lib/http/nodeServer.js';
-import { silentLogger } from '../../lib/log.js';
+import { type Logger, silentLogger } from '../../lib/log.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
@@ -27,12 +27,13 @@ export async function tempDataDir(): Promise<string> {
 }
 
 export async function startInProcess(
-  options: { dataDir?: string; env?: Record<string, string> } = {},
+  options: { dataDir?: string; env?: Record<string, string>; logger?: Logger } = {},
 ): Promise<RunningNarwal & { app: App }> {
+  const logger = options.logger ?? silentLogger;
   const dataDir = options.dataDir ?? (await tempDataDir());
   const config = loadConfig({ NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env }, { dataDir, port: 0 });
-  const app = await createApp(config, silentLogger);
-  const server: Server = createNodeServer(app.handler, silentLogger);
+  const app = await createApp(config, logger);
+  const server: Server = createNodeServer(app.handler, logger);
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

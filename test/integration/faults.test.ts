@@ -6,18 +6,28 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
+import { silentLogger } from '../../lib/log.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { Wal } from '../../lib/wal/Wal.js';
 import { commitFile, git, makeHome, workRepo } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
-const FAULTS = 'put409=0.05,put412=0.03,put500=0.03,put500applied=0.03,puttimeoutapplied=0.02,get503=0.02';
+const FAULTS =
+  process.env.NARWAL_TEST_FAULTS ??
+  'put409=0.05,put412=0.03,put500=0.03,put500applied=0.03,puttimeoutapplied=0.02,get503=0.02';
 
 let server: RunningNarwal & { app: App };
 let home: string;
+const errors: string[] = [];
 
 beforeAll(async () => {
-  server = await startInProcess({ env: { NARWAL_STORE_FAULTS: FAULTS } });
+  server = await startInProcess({
+    env: { NARWAL_STORE_FAULTS: FAULTS },
+    logger: {
+      ...silentLogger,
+      error: (message, fields) => errors.push(`${message} ${JSON.stringify(fields)}`),
+    },
+  });
   home = await makeHome();
 });
 afterAll(async () => {
@@ -43,7 +53,9 @@ describe(`pushes with NARWAL_STORE_FAULTS=${FAULTS}`, () => {
       }),
     );
     console.log(`fault run: ${acknowledged.length}/${outputs.length} pushes acknowledged`);
+    if (errors.length > 0) console.log(`server errors:\n${errors.join('\n')}`);
     // A client may be refused (and retry), but never with an unexplained server error.
+    expect(errors.filter((e) => e.startsWith('unexpected error'))).toEqual([]);
     for (const stderr of outputs) expect(stderr).not.toMatch(/HTTP 500|internal error/);
     expect(acknowledged.length).toBeGreaterThan(24);
 
