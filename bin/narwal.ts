@@ -4,12 +4,15 @@
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type App, createApp } from '../lib/app.js';
+import { createApp, createStore, loadAdminToken } from '../lib/app.js';
+import { TokenStore } from '../lib/auth/TokenStore.js';
 import { ConfigError, loadConfig } from '../lib/config.js';
 import { createNodeServer } from '../lib/http/nodeServer.js';
 import { jsonLogger } from '../lib/log.js';
 import { parseRepoName } from '../lib/repoName.js';
+import type { ObjectStore } from '../lib/store/ObjectStore.js';
 import { REPOS_PREFIX } from '../lib/wal/keys.js';
+import { Wal } from '../lib/wal/Wal.js';
 
 const USAGE = `usage: narwal <command> [options]
 
@@ -96,9 +99,11 @@ async function serve(args: string[]): Promise<number> {
   return 0;
 }
 
-async function cliApp(): Promise<App> {
+/** What the management commands need: the store and the log, without a node's cache or git. */
+async function cliApp(): Promise<{ store: ObjectStore; wal: Wal; tokens: TokenStore }> {
   const config = loadConfig();
-  return createApp(config, jsonLogger({ quiet: true }));
+  const store = await createStore(config);
+  return { store, wal: new Wal(store), tokens: new TokenStore(store, (await loadAdminToken(config)).value) };
 }
 
 async function repo(args: string[]): Promise<number> {

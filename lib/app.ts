@@ -98,7 +98,7 @@ export async function createApp(
 }
 
 /** NARWAL_ADMIN_TOKEN, else the token this data directory generated on its first start. */
-async function loadAdminToken(config: Config): Promise<{ value: string; generated: boolean }> {
+export async function loadAdminToken(config: Config): Promise<{ value: string; generated: boolean }> {
   if (config.adminToken) return { value: config.adminToken, generated: false };
   const path = join(config.dataDir, 'admin-token');
   const existing = await readFile(path, 'utf8').then(
