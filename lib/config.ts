@@ -41,13 +41,13 @@ export function loadConfig(
   env: Env = process.env,
   overrides: { port?: number; host?: string; dataDir?: string } = {},
 ): Config {
-  const dataDir = resolve(overrides.dataDir ?? env.NARWAL_DATA ?? '.narwal');
-  const storeKind = env.NARWAL_STORE ?? 'fs';
+  const dataDir = resolve(overrides.dataDir ?? optional(env, 'NARWAL_DATA') ?? '.narwal');
+  const storeKind = optional(env, 'NARWAL_STORE') ?? 'fs';
   if (storeKind !== 'fs' && storeKind !== 's3')
     throw new ConfigError(`NARWAL_STORE must be "fs" or "s3", not ${JSON.stringify(storeKind)}`);
   const store =
     storeKind === 'fs'
-      ? { kind: 'fs' as const, root: resolve(env.NARWAL_STORE_DIR ?? `${dataDir}/store`) }
+      ? { kind: 'fs' as const, root: resolve(optional(env, 'NARWAL_STORE_DIR') ?? `${dataDir}/store`) }
       : {
           kind: 's3' as const,
           bucket: required(env, 'NARWAL_S3_BUCKET'),
@@ -63,10 +63,10 @@ export function loadConfig(
     throw new ConfigError(`NARWAL_STORE_FAULTS: ${(error as Error).message}`);
   }
   return {
-    host: overrides.host ?? env.HOST ?? '127.0.0.1',
+    host: overrides.host ?? optional(env, 'HOST') ?? '127.0.0.1',
     port: overrides.port ?? integer(env, 'PORT', 8080, 0, 65535),
     dataDir,
-    cacheDir: resolve(env.NARWAL_CACHE_DIR ?? `${dataDir}/cache`),
+    cacheDir: resolve(optional(env, 'NARWAL_CACHE_DIR') ?? `${dataDir}/cache`),
     store,
     storeLatencyMs: integer(env, 'NARWAL_STORE_LATENCY_MS', 0, 0, 60_000),
     storeFaults,
@@ -86,6 +86,12 @@ export function loadConfig(
   };
 }
 
+/** An unset or empty variable is absent: `HOST=` must not mean "every interface". */
+function optional(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
 function required(env: Env, name: string): string {
   const value = env[name];
   if (!value) throw new ConfigError(`${name} is required`);
@@ -95,7 +101,7 @@ function required(env: Env, name: string): string {
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
+  const value = /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}, not ${JSON.stringify(raw)}`);
   }

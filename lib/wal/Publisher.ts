@@ -87,6 +87,9 @@ export class OutcomeUnknown extends Error {
 
 interface Pending {
   readonly job: PushJob;
+  /** Fixed when the push arrives, so its entry is the same object on every CAS attempt. */
+  readonly id: string;
+  readonly time: string;
   readonly resolve: (result: PublishResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -101,8 +104,6 @@ export class Publisher {
   readonly #wal: Wal;
   readonly #options: PublisherOptions;
   readonly #queues = new Map<string, Pending[]>();
-  /** Entry objects already written by this process, so a retried CAS does not rewrite them. */
-  readonly #writtenEntries = new Set<string>();
 
   constructor(wal: Wal, options: Partial<PublisherOptions> = {}) {
     this.#wal = wal;
@@ -111,12 +112,13 @@ export class Publisher {
 
   publish(job: PushJob): Promise<PublishResult> {
     return new Promise((resolve, reject) => {
+      const pending = { job, id: randomUUID(), time: this.#options.now().toISOString(), resolve, reject };
       const queue = this.#queues.get(job.repo);
       if (queue) {
-        queue.push({ job, resolve, reject });
+        queue.push(pending);
         return;
       }
-      this.#queues.set(job.repo, [{ job, resolve, reject }]);
+      this.#queues.set(job.repo, [pending]);
       void this.#drain(job.repo);
     });
   }
@@ -140,6 +142,8 @@ export class Publisher {
   async #commit(repo: string, batch: Pending[]): Promise<void> {
     let loaded = this.#wal.knownIndex(repo);
     let fresh = false;
+    // Entry objects already written in this commit, so a retried CAS does not rewrite them.
+    const written = new Set<string>();
     for (let attempt = 0; attempt < this.#options.maxAttempts; ) {
       if (loaded === undefined) {
         loaded = (await this.#wal.readIndexFully(repo)) ?? undefined;
@@ -154,10 +158,15 @@ export class Publisher {
       }
       const publishing = decisions.filter((d) => d.updates.length > 0);
       if (publishing.length === 0) {
+        // No CAS will vouch for these answers, so they must come from a freshly read index.
+        if (!fresh) {
+          loaded = undefined;
+          continue;
+        }
         for (const d of decisions) d.pending.resolve({ outcomes: d.outcomes, seq: null, loaded });
         return;
       }
-      const items = await this.#writeEntries(loaded.index, publishing);
+      const items = await this.#writeEntries(loaded.index, publishing, written);
       let next = appendItems(loaded.index, items, head);
       if (needsFold(next, this.#options.fold)) next = await foldTail(this.#wal, this.#wal.store, next);
       attempt++;
@@ -234,15 +243,14 @@ export class Publisher {
     return { decisions, head: chooseHead(index.head, refs, decisions) };
   }
 
-  async #writeEntries(index: RepoIndex, publishing: Decision[]): Promise<LogItem[]> {
-    const now = this.#options.now().toISOString();
+  async #writeEntries(index: RepoIndex, publishing: Decision[], written: Set<string>): Promise<LogItem[]> {
     return Promise.all(
       publishing.map(async (d, i): Promise<LogItem> => {
         const entry: EntryObject = {
           v: 1,
-          id: randomUUID(),
+          id: d.pending.id,
           kind: 'push',
-          time: now,
+          time: d.pending.time,
           who: d.pending.job.who,
           updates: d.updates,
           packs: d.pending.job.packs,
@@ -250,14 +258,14 @@ export class Publisher {
         };
         const body = encodeJson(entry);
         const key = entryKey(index.repo, sha256(body));
-        if (!this.#writtenEntries.has(key)) {
+        if (!written.has(key)) {
           await putImmutable(this.#wal.store, key, body);
-          this.#writtenEntries.add(key);
+          written.add(key);
         }
         return {
           seq: index.seq + i + 1,
           key,
-          time: now,
+          time: entry.time,
           who: entry.who,
           updates: entry.updates,
           packs: entry.packs,
@@ -272,7 +280,6 @@ export class Publisher {
     let i = 0;
     for (const d of decisions) {
       const item = d.updates.length > 0 ? items[i++] : undefined;
-      if (item) this.#writtenEntries.delete(item.key);
       d.pending.resolve({
         outcomes: d.outcomes,
         seq: item ? (seqOf.get(item.key) ?? null) : null,

@@ -32,7 +32,8 @@ export async function foldTail(wal: Wal, store: ObjectStore, index: RepoIndex): 
   const first = index.tail[0];
   if (first === undefined) return index;
   const refs = await wal.allRefs(index);
-  const sorted = [...refs.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // Byte order, as git sorts refs.
+  const sorted = [...refs.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const table: RefTable = { v: 1, seq: index.seq, refs: sorted };
   const segment: Segment = { v: 1, from: first.seq, to: index.seq, items: index.tail };
   const tableBody = encodeJson(table);

@@ -1,0 +1,204 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../lib/config.js';
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('has local defaults', () => {
+    const data = join(process.cwd(), '.narwal');
+    expect(loadConfig({})).toEqual({
+      host: '127.0.0.1',
+      port: 8080,
+      dataDir: data,
+      cacheDir: join(data, 'cache'),
+      store: { kind: 'fs', root: join(data, 'store') },
+      storeLatencyMs: 0,
+      storeFaults: [],
+      adminToken: undefined,
+      publicUrl: undefined,
+      maxPushBytes: 2 * 1024 ** 3,
+      maxFetchRequestBytes: 64 * 1024 ** 2,
+      gitChildren: 32,
+      gitQueueMs: 30_000,
+      quiet: false,
+    });
+  });
+
+  it('resolves directories to absolute paths', () => {
+    const config = loadConfig({ NARWAL_DATA: 'rel/data', NARWAL_CACHE_DIR: '/abs/cache' });
+    expect(config.dataDir).toBe(join(process.cwd(), 'rel/data'));
+    expect(config.store).toEqual({ kind: 'fs', root: join(process.cwd(), 'rel/data/store') });
+    expect(config.cacheDir).toBe('/abs/cache');
+    expect(loadConfig({ NARWAL_STORE_DIR: 'st' }).store).toEqual({
+      kind: 'fs',
+      root: join(process.cwd(), 'st'),
+    });
+  });
+
+  it('lets overrides win over the environment', () => {
+    const config = loadConfig(
+      { PORT: '9000', HOST: '0.0.0.0', NARWAL_DATA: '/env' },
+      {
+        port: 1234,
+        host: '::1',
+        dataDir: '/flag',
+      },
+    );
+    expect(config.port).toBe(1234);
+    expect(config.host).toBe('::1');
+    expect(config.dataDir).toBe('/flag');
+    expect(config.cacheDir).toBe('/flag/cache');
+  });
+
+  it('parses PORT', () => {
+    expect(loadConfig({ PORT: '9000' }).port).toBe(9000);
+    expect(loadConfig({ PORT: '0' }).port).toBe(0);
+    expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
+    expect(loadConfig({ PORT: '' }).port).toBe(8080);
+  });
+
+  it.each(['abc', '-1', '65536', '80.5', 'NaN'])('refuses PORT=%j naming the variable', (value) => {
+    expect(configError({ PORT: value }).message).toBe(
+      `PORT must be an integer between 0 and 65535, not ${JSON.stringify(value)}`,
+    );
+  });
+
+  it('parses NARWAL_STORE_LATENCY_MS', () => {
+    expect(loadConfig({ NARWAL_STORE_LATENCY_MS: '25' }).storeLatencyMs).toBe(25);
+    expect(configError({ NARWAL_STORE_LATENCY_MS: '-5' }).message).toBe(
+      'NARWAL_STORE_LATENCY_MS must be an integer between 0 and 60000, not "-5"',
+    );
+    expect(configError({ NARWAL_STORE_LATENCY_MS: 'slow' }).message).toMatch(
+      /^NARWAL_STORE_LATENCY_MS must be/,
+    );
+    expect(configError({ NARWAL_STORE_LATENCY_MS: '60001' }).message).toMatch(
+      /^NARWAL_STORE_LATENCY_MS must be/,
+    );
+  });
+
+  it('parses NARWAL_STORE_FAULTS', () => {
+    expect(loadConfig({ NARWAL_STORE_FAULTS: 'put409=0.05, get503applied=0.5' }).storeFaults).toEqual([
+      { op: 'put', kind: '409', applied: false, rate: 0.05 },
+      { op: 'get', kind: '503', applied: true, rate: 0.5 },
+    ]);
+    const error = configError({ NARWAL_STORE_FAULTS: 'put409=2' });
+    expect(error.code).toBe('ConfigError');
+    expect(error.message).toMatch(/^NARWAL_STORE_FAULTS: invalid fault rule "put409=2"/);
+  });
+
+  it('refuses an unknown NARWAL_STORE', () => {
+    expect(configError({ NARWAL_STORE: 'S3' }).message).toBe('NARWAL_STORE must be "fs" or "s3", not "S3"');
+    expect(configError({ NARWAL_STORE: 'gcs' }).message).toBe('NARWAL_STORE must be "fs" or "s3", not "gcs"');
+  });
+
+  it('requires NARWAL_S3_BUCKET for the s3 store', () => {
+    expect(configError({ NARWAL_STORE: 's3' }).message).toBe('NARWAL_S3_BUCKET is required');
+    expect(configError({ NARWAL_STORE: 's3', NARWAL_S3_BUCKET: '' }).message).toBe(
+      'NARWAL_S3_BUCKET is required',
+    );
+  });
+
+  it('configures the s3 store', () => {
+    expect(loadConfig({ NARWAL_STORE: 's3', NARWAL_S3_BUCKET: 'b' }).store).toEqual({
+      kind: 's3',
+      bucket: 'b',
+      prefix: '',
+      endpoint: undefined,
+      region: 'us-east-1',
+      forcePathStyle: false,
+    });
+    expect(
+      loadConfig({
+        NARWAL_STORE: 's3',
+        NARWAL_S3_BUCKET: 'b',
+        NARWAL_S3_ENDPOINT: 'http://127.0.0.1:9000',
+        AWS_DEFAULT_REGION: 'eu-west-1',
+      }).store,
+    ).toEqual({
+      kind: 's3',
+      bucket: 'b',
+      prefix: '',
+      endpoint: 'http://127.0.0.1:9000',
+      region: 'eu-west-1',
+      forcePathStyle: true,
+    });
+    const s3 = loadConfig({
+      NARWAL_STORE: 's3',
+      NARWAL_S3_BUCKET: 'b',
+      NARWAL_S3_ENDPOINT: 'http://e',
+      NARWAL_S3_FORCE_PATH_STYLE: 'off',
+      AWS_REGION: 'ap-south-1',
+      AWS_DEFAULT_REGION: 'eu-west-1',
+    }).store;
+    expect(s3).toMatchObject({ region: 'ap-south-1', forcePathStyle: false });
+    expect(
+      configError({ NARWAL_STORE: 's3', NARWAL_S3_BUCKET: 'b', NARWAL_S3_FORCE_PATH_STYLE: 'maybe' }).message,
+    ).toBe('NARWAL_S3_FORCE_PATH_STYLE must be true or false, not "maybe"');
+  });
+
+  it.each([
+    ['', ''],
+    ['narwal', 'narwal/'],
+    ['narwal/', 'narwal/'],
+    ['/narwal/', 'narwal/'],
+    ['narwal//', 'narwal/'],
+    ['a/b', 'a/b/'],
+    ['/', ''],
+  ])('normalizes NARWAL_S3_PREFIX=%j to %j', (raw, prefix) => {
+    expect(
+      loadConfig({ NARWAL_STORE: 's3', NARWAL_S3_BUCKET: 'b', NARWAL_S3_PREFIX: raw }).store,
+    ).toMatchObject({
+      prefix,
+    });
+  });
+
+  it('parses flags and optional strings', () => {
+    const config = loadConfig({
+      NARWAL_QUIET: 'YES',
+      NARWAL_ADMIN_TOKEN: 'adm',
+      NARWAL_PUBLIC_URL: 'https://git.example',
+      NARWAL_GIT_CHILDREN: '4',
+      NARWAL_GIT_QUEUE_MS: '0',
+    });
+    expect(config).toMatchObject({
+      quiet: true,
+      adminToken: 'adm',
+      publicUrl: 'https://git.example',
+      gitChildren: 4,
+      gitQueueMs: 0,
+    });
+    expect(loadConfig({ NARWAL_ADMIN_TOKEN: '', NARWAL_PUBLIC_URL: '' })).toMatchObject({
+      adminToken: undefined,
+      publicUrl: undefined,
+    });
+    expect(configError({ NARWAL_QUIET: '2' }).message).toBe('NARWAL_QUIET must be true or false, not "2"');
+    expect(configError({ NARWAL_GIT_CHILDREN: '0' }).message).toBe(
+      'NARWAL_GIT_CHILDREN must be an integer between 1 and 10000, not "0"',
+    );
+    expect(configError({ NARWAL_MAX_PUSH_BYTES: '10' }).message).toMatch(
+      /^NARWAL_MAX_PUSH_BYTES must be an integer/,
+    );
+  });
+});
+
+describe('empty variables', () => {
+  it('treats empty variables as unset', () => {
+    const c = loadConfig({ HOST: '', NARWAL_DATA: '', NARWAL_STORE: '' });
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.dataDir).toBe(join(process.cwd(), '.narwal'));
+    expect(c.store.kind).toBe('fs');
+  });
+
+  it.each(['0x1F90', '1e3', '80.5'])('refuses PORT=%s', (port) => {
+    expect(() => loadConfig({ PORT: port })).toThrow(/PORT must be an integer/);
+  });
+});
