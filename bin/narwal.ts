@@ -21,6 +21,7 @@ commands:
   repo create NAME [--public]                create an empty repository (NAME or OWNER/NAME)
   repo list                                  list repositories
   log REPO [--limit N]                       print the newest log entries of a repository
+  checkpoint REPO                            make a checkpoint at the head of the log now
   token create NAME [--owner O] [--admin] [--create] [--read PATTERN]... [--write PATTERN]...
                                              issue a token; patterns like "team/*" or "**"
 
@@ -37,6 +38,8 @@ async function main(argv: string[]): Promise<number> {
       return log(rest);
     case 'token':
       return token(rest);
+    case 'checkpoint':
+      return checkpoint(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -88,7 +91,14 @@ async function serve(args: string[]): Promise<number> {
       .filter((line) => line !== '')
       .join('\n'),
   );
+  // Idle eviction of the shared cache, as a scheduled function does it in Lambda.
+  const sweeper = setInterval(
+    () => void app.sweep().catch((error: unknown) => logger.warn('sweep failed', { error: String(error) })),
+    Math.min(config.idleEvictMs, 5 * 60_000),
+  );
+  sweeper.unref();
   const stop = () => {
+    clearInterval(sweeper);
     server.close();
     server.closeAllConnections();
   };
@@ -188,6 +198,24 @@ async function token(args: string[]): Promise<number> {
   });
   console.log(secret);
   return 0;
+}
+
+async function checkpoint(args: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  const name = parseRepoName(positionals[0] ?? '');
+  const config = loadConfig();
+  const app = await createApp(config, jsonLogger({ quiet: true }));
+  try {
+    const made = await app.checkpointer.make(name);
+    console.log(
+      made
+        ? `checkpoint of ${name} at entry ${made.seq}: ${made.packs.length} pack(s), ${made.bytes} bytes`
+        : `${name}: nothing new to checkpoint (or another node is making one)`,
+    );
+    return 0;
+  } finally {
+    await app.close();
+  }
 }
 
 function portNumber(raw: string): number {

@@ -6,6 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TokenStore } from './auth/TokenStore.js';
+import { Checkpointer } from './cache/Checkpointer.js';
+import { type SweepResult, sweepCache } from './cache/evict.js';
 import { claimNodeDir } from './cache/nodeDir.js';
 import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
@@ -15,10 +17,13 @@ import { installHooks } from './git/hookScript.js';
 import { createHandler } from './http/createHandler.js';
 import type { CoreHandler } from './http/types.js';
 import type { Logger } from './log.js';
+import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
+import type { PresenceStore } from './presence/PresenceStore.js';
 import { FaultyObjectStore } from './store/FaultyObjectStore.js';
 import { FsObjectStore } from './store/FsObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
 import { Publisher } from './wal/Publisher.js';
+import type { LoadedIndex } from './wal/types.js';
 import { Wal } from './wal/Wal.js';
 
 export interface App {
@@ -29,7 +34,12 @@ export interface App {
   readonly cache: RepoCache;
   readonly tokens: TokenStore;
   readonly adminToken: { readonly value: string; readonly generated: boolean };
-  /** Removes this node's cache directory. */
+  readonly checkpointer: Checkpointer;
+  /** Evicts idle generations and repository caches from the shared cache. */
+  sweep(): Promise<SweepResult>;
+  /** Resolves when no background work (prewarm, checkpoints) is running. */
+  idle(): Promise<void>;
+  /** Waits for background work, then removes this node's private directory. */
   close(): Promise<void>;
 }
 
@@ -75,8 +85,30 @@ export async function createApp(
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
   const wal = new Wal(store);
   const publisher = new Publisher(wal);
-  const cache = new RepoCache({ root: node.dir, wal });
+  const presence = await createPresence(config);
+  const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now: Date.now };
+  const cache = new RepoCache({ root: config.cacheDir, wal, leases, logger });
   const git = new GitRunner({ budget: new GitBudget(config.gitChildren, config.gitQueueMs), home });
+  const checkpointer = new Checkpointer({
+    wal,
+    publisher,
+    cache,
+    git,
+    leases,
+    scratchRoot,
+    logger,
+    policy: { everyEntries: config.checkpointEveryEntries, everyBytes: config.checkpointEveryBytes },
+  });
+  const background = new Set<Promise<void>>();
+  const track = (work: Promise<void>) => {
+    background.add(work);
+    void work.finally(() => background.delete(work));
+  };
+  const afterPublish = (repo: string, loaded: LoadedIndex) => {
+    // The next fetch will want the generation of this index: start building it now.
+    track(cache.prewarm(repo, loaded));
+    track(checkpointer.maybe(repo, loaded));
+  };
   const tokens = new TokenStore(store, adminToken.value);
   const handler = createHandler({
     wal,
@@ -88,13 +120,52 @@ export async function createApp(
     logger,
     hooksDir,
     scratchRoot,
+    afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
   });
-  return { handler, store, wal, publisher, cache, tokens, adminToken, close: () => node.remove() };
+  return {
+    handler,
+    store,
+    wal,
+    publisher,
+    cache,
+    tokens,
+    adminToken,
+    checkpointer,
+    sweep: () => sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger }),
+    async idle() {
+      while (background.size > 0) await Promise.allSettled([...background]);
+    },
+    async close() {
+      while (background.size > 0) await Promise.allSettled([...background]);
+      await node.remove();
+    },
+  };
+}
+
+/**
+ * Presence records live where every node sharing the cache directory can see them: DynamoDB in
+ * AWS, a directory beside the shared cache otherwise.
+ */
+export async function createPresence(config: Config): Promise<PresenceStore> {
+  if (config.presence.kind === 'local') {
+    return new ObjectPresenceStore({ store: new FsObjectStore(join(config.cacheDir, 'presence')) });
+  }
+  const [{ DynamoDBClient }, { DynamoPresenceStore }] = await Promise.all([
+    import('@aws-sdk/client-dynamodb'),
+    import('./presence/DynamoPresenceStore.js'),
+  ]);
+  return new DynamoPresenceStore({
+    client: new DynamoDBClient({
+      region: config.presence.region,
+      ...(config.presence.endpoint ? { endpoint: config.presence.endpoint } : {}),
+    }),
+    table: config.presence.table,
+  });
 }
 
 /** NARWAL_ADMIN_TOKEN, else the token this data directory generated on its first start. */

@@ -11,6 +11,13 @@ export interface Config {
   readonly dataDir: string;
   readonly cacheDir: string;
   readonly store: { readonly kind: 'fs'; readonly root: string } | S3Config;
+  readonly presence: { readonly kind: 'local' } | PresenceDynamoConfig;
+  /** How long a read lease or the writer lock lives without renewal. */
+  readonly leaseTtlMs: number;
+  /** Generations and repository caches unused this long are evicted. */
+  readonly idleEvictMs: number;
+  readonly checkpointEveryEntries: number;
+  readonly checkpointEveryBytes: number;
   readonly storeLatencyMs: number;
   readonly storeFaults: readonly FaultRule[];
   readonly adminToken: string | undefined;
@@ -29,6 +36,13 @@ export interface S3Config {
   readonly endpoint: string | undefined;
   readonly region: string;
   readonly forcePathStyle: boolean;
+}
+
+export interface PresenceDynamoConfig {
+  readonly kind: 'dynamodb';
+  readonly table: string;
+  readonly region: string;
+  readonly endpoint: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -62,7 +76,33 @@ export function loadConfig(
   } catch (error) {
     throw new ConfigError(`NARWAL_STORE_FAULTS: ${(error as Error).message}`);
   }
+  const presenceKind = optional(env, 'NARWAL_PRESENCE') ?? 'local';
+  if (presenceKind !== 'local' && presenceKind !== 'dynamodb') {
+    throw new ConfigError(
+      `NARWAL_PRESENCE must be "local" or "dynamodb", not ${JSON.stringify(presenceKind)}`,
+    );
+  }
+  const presence =
+    presenceKind === 'local'
+      ? { kind: 'local' as const }
+      : {
+          kind: 'dynamodb' as const,
+          table: required(env, 'NARWAL_PRESENCE_TABLE'),
+          region: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
+          endpoint: optional(env, 'NARWAL_DYNAMODB_ENDPOINT'),
+        };
   return {
+    presence,
+    leaseTtlMs: integer(env, 'NARWAL_LEASE_TTL_MS', 60_000, 1_000, 3_600_000),
+    idleEvictMs: integer(env, 'NARWAL_IDLE_EVICT_MS', 30 * 60_000, 1_000, 30 * 24 * 3_600_000),
+    checkpointEveryEntries: integer(env, 'NARWAL_CHECKPOINT_EVERY', 100, 1, 1_000_000),
+    checkpointEveryBytes: integer(
+      env,
+      'NARWAL_CHECKPOINT_BYTES',
+      64 * 1024 ** 2,
+      1024,
+      Number.MAX_SAFE_INTEGER,
+    ),
     host: overrides.host ?? optional(env, 'HOST') ?? '127.0.0.1',
     port: overrides.port ?? integer(env, 'PORT', 8080, 0, 65535),
     dataDir,
@@ -80,8 +120,9 @@ export function loadConfig(
       1024,
       Number.MAX_SAFE_INTEGER,
     ),
-    gitChildren: integer(env, 'NARWAL_GIT_CHILDREN', 32, 1, 10_000),
-    gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 30_000, 0, 3_600_000),
+    gitChildren: integer(env, 'NARWAL_GIT_CHILDREN', 64, 1, 10_000),
+    // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
+    gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
     quiet: flag(env, 'NARWAL_QUIET', false),
   };
 }

@@ -1,151 +1,246 @@
 /**
- * The node's cache of bare repositories: only a cache. Each repository directory is brought to
- * exactly the log position of the index etag a request just read (DESIGN.md invariant 5) by
- * downloading the packs of the entries it has not seen and rewriting its refs in one rename.
- * Packs only ever get added, so a reader running upload-pack is never disturbed by a catch-up.
- * Catch-up of one repository runs one at a time in this process; readers never wait for a
- * catch-up when the cache is already at the etag they read.
+ * The shared cache of bare repositories: only a cache, shared by every node and invocation.
+ *
+ * A repository's cache is a sequence of immutable generations, each a bare repository built for
+ * exactly one index etag over one add-only object store (DESIGN.md invariant 5). A reader leases
+ * the generation of the etag it just read and runs upload-pack there without any lock, so readers
+ * of one repository never wait for each other. Building a missing generation takes the writer
+ * lock, so two invocations do not download the same packs; everyone else waits for the
+ * generation to appear (or for the lock to lapse, if its holder died). Packs are only ever added,
+ * and a generation costs O(refs): its packed-refs, HEAD and an alternates file.
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { access, link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import {
+  access,
+  link,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import type { Logger } from '../log.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { packKey } from '../wal/keys.js';
-import type { LoadedIndex, LogItem } from '../wal/types.js';
+import type { LoadedIndex } from '../wal/types.js';
 import { applyUpdates, type Wal } from '../wal/Wal.js';
+import { LAST_USED } from './evict.js';
 import { KeyedMutex } from './KeyedMutex.js';
+import { generationName, generationSeq, gensDir, incarnationDir, objectsDir } from './layout.js';
+import { type Held, type LeaseOptions, takeLease, tryWriterLock, waitForWriter } from './leases.js';
 import { parsePackedRefs, writePackedRefs } from './packedRefs.js';
 
-interface CacheState {
-  readonly created: string;
-  readonly etag: string;
-  readonly seq: number;
+/** A generation a reader may use until it releases it. */
+export interface Generation extends Held {
+  readonly dir: string;
+  readonly name: string;
+  /** The add-only object store the generation borrows from. */
+  readonly objects: string;
 }
 
-interface Loaded {
-  state: CacheState | null;
-  refs: Map<string, string>;
+export interface RepoCacheOptions {
+  readonly root: string;
+  readonly wal: Wal;
+  readonly leases: LeaseOptions;
+  readonly logger: Logger;
+  readonly downloadConcurrency?: number;
+  /** How long to wait for another invocation's build before giving up. */
+  readonly buildWaitMs?: number;
 }
 
-const STATE_FILE = 'narwal-state.json';
+/** Replaying up to this many entries on top of an existing generation beats downloading a checkpoint. */
+const REPLAY_RATHER_THAN_CHECKPOINT = 200;
+
+export class CacheBusy extends Error {
+  readonly code = 'CacheBusy';
+}
 
 export class RepoCache {
   readonly #root: string;
   readonly #wal: Wal;
   readonly #store: ObjectStore;
+  readonly #leases: LeaseOptions;
+  readonly #logger: Logger;
   readonly #downloads: number;
+  readonly #buildWaitMs: number;
   readonly #mutex = new KeyedMutex();
-  readonly #loaded = new Map<string, Loaded>();
+  /** Builds in flight in this process, so concurrent readers here share one. */
+  readonly #building = new Map<string, Promise<void>>();
 
-  constructor(options: { root: string; wal: Wal; downloadConcurrency?: number }) {
+  constructor(options: RepoCacheOptions) {
     this.#root = options.root;
     this.#wal = options.wal;
     this.#store = options.wal.store;
-    this.#downloads = options.downloadConcurrency ?? 8;
+    this.#leases = options.leases;
+    this.#logger = options.logger;
+    this.#downloads = options.downloadConcurrency ?? 16;
+    this.#buildWaitMs = options.buildWaitMs ?? 120_000;
   }
 
-  repoDir(repo: string): string {
-    return join(this.#root, 'repos', `${repo}.git`);
-  }
-
-  /** Reads the current index and brings the cache to it; null when the repository does not exist. */
-  async freshen(repo: string): Promise<LoadedIndex | null> {
-    const loaded = await this.#wal.readIndex(repo);
-    if (loaded === null) return null;
-    await this.catchUp(repo, loaded);
-    return loaded;
-  }
-
-  /** Brings the cache of `repo` to exactly `target` (or leaves it where it is if it is already there or newer). */
-  async catchUp(repo: string, target: LoadedIndex): Promise<void> {
-    const current = this.#loaded.get(repo)?.state;
-    if (current && current.created === target.index.created && current.seq >= target.index.seq) return;
-    await this.#mutex.run(repo, async () => {
-      const cached = await this.#load(repo);
-      const state = cached.state;
-      if (state && state.created === target.index.created && state.seq >= target.index.seq) return;
-      if (state && state.created !== target.index.created) {
-        // The repository was deleted and created again: nothing cached belongs to it.
-        await rm(this.repoDir(repo), { recursive: true, force: true });
-        cached.state = null;
-        cached.refs = new Map();
+  /**
+   * A leased generation for exactly `loaded` (built first if needed). The caller releases it when
+   * its git process is done.
+   */
+  async read(repo: string, loaded: LoadedIndex): Promise<Generation> {
+    const incarnation = incarnationDir(this.#root, repo, loaded.index.created);
+    const name = generationName(loaded);
+    const dir = join(gensDir(incarnation), name);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (!(await exists(join(dir, 'packed-refs')))) await this.#ensureBuilt(repo, loaded, incarnation, name);
+      const lease = await takeLease(this.#leases, repo, name);
+      // Eviction renames a generation away only when it sees no lease: check again under ours.
+      if (await exists(join(dir, 'packed-refs'))) {
+        await stampUse(dir, this.#leases.now());
+        return { dir, name, objects: objectsDir(incarnation), ...lease };
       }
-      const dir = await this.ensureRepo(repo);
-      const items = await this.#wal.itemsAfter(target.index, cached.state?.seq ?? 0);
-      await this.#downloadPacks(repo, dir, items);
-      const refs = new Map(cached.refs);
-      for (const item of items) applyUpdates(refs, item);
-      await replaceFile(join(dir, 'packed-refs'), writePackedRefs(refs));
-      await replaceFile(join(dir, 'HEAD'), `ref: ${target.index.head}\n`);
-      const next: CacheState = { created: target.index.created, etag: target.etag, seq: target.index.seq };
-      await replaceFile(join(dir, STATE_FILE), JSON.stringify(next));
-      cached.state = next;
-      cached.refs = refs;
-    });
+      await lease.release();
+    }
+    throw new CacheBusy(`narwal: the cache of ${repo} is being rebuilt; retry in a moment`);
   }
 
-  /** Adds packs this node already holds (a push it received) without downloading them again. */
+  /** Builds the generation for `loaded` now, in the background; a hint that saves the next reader the work. */
+  prewarm(repo: string, loaded: LoadedIndex): Promise<void> {
+    const incarnation = incarnationDir(this.#root, repo, loaded.index.created);
+    return this.#ensureBuilt(repo, loaded, incarnation, generationName(loaded)).catch((error: unknown) =>
+      this.#logger.warn('prewarm failed', { repo, error: String(error) }),
+    );
+  }
+
+  /** Adds packs this node received (a push it published) without downloading them again. */
   async adoptPacks(
     repo: string,
-    packs: readonly { name: string; packPath: string; idxPath: string }[],
+    created: string,
+    packs: readonly { name: string; packPath: string; idxPath: string; bitmapPath?: string }[],
   ): Promise<void> {
-    const dir = await this.ensureRepo(repo);
-    for (const pack of packs) {
-      const base = join(dir, 'objects', 'pack', pack.name);
-      // The .pack first: git notices a pack by its .idx, which must never point at a missing pack.
-      await linkIfMissing(pack.packPath, `${base}.pack`);
-      await linkIfMissing(pack.idxPath, `${base}.idx`);
+    const pack = join(objectsDir(incarnationDir(this.#root, repo, created)), 'pack');
+    await mkdir(pack, { recursive: true });
+    for (const p of packs) {
+      // The .idx last: git notices a pack by its .idx, which must never point at a missing pack.
+      await linkIfMissing(p.packPath, join(pack, `${p.name}.pack`));
+      if (p.bitmapPath) await linkIfMissing(p.bitmapPath, join(pack, `${p.name}.bitmap`)).catch(() => {});
+      await linkIfMissing(p.idxPath, join(pack, `${p.name}.idx`));
     }
   }
 
-  /** A snapshot of the refs the cache holds, for a push's private repository. */
-  packedRefsPath(repo: string): string {
-    return join(this.repoDir(repo), 'packed-refs');
-  }
-
-  /** Creates the bare repository skeleton if needed; git init is not needed for a cache. */
-  async ensureRepo(repo: string): Promise<string> {
-    const dir = this.repoDir(repo);
-    await createBareSkeleton(dir);
-    return dir;
-  }
-
-  /** An empty repository for advertising refs of a repository that does not exist yet. */
+  /** An empty repository, for advertising refs of a repository that does not exist yet. */
   async emptyRepo(): Promise<string> {
     const dir = join(this.#root, 'empty.git');
-    await createBareSkeleton(dir);
+    if (!(await exists(join(dir, 'packed-refs')))) {
+      const objects = join(this.#root, 'empty-objects');
+      await mkdir(join(objects, 'pack'), { recursive: true });
+      await writeGeneration(dir, objects, new Map(), 'refs/heads/main');
+    }
     return dir;
   }
 
-  async #load(repo: string): Promise<Loaded> {
-    const hit = this.#loaded.get(repo);
-    if (hit) return hit;
-    const dir = this.repoDir(repo);
-    const state = await readFile(join(dir, STATE_FILE), 'utf8').then(
-      (text) => JSON.parse(text) as CacheState,
-      () => null,
-    );
-    const refs = state
-      ? await readFile(join(dir, 'packed-refs'), 'utf8').then(
-          parsePackedRefs,
-          () => new Map<string, string>(),
-        )
-      : new Map<string, string>();
-    const loaded = { state, refs };
-    this.#loaded.set(repo, loaded);
-    return loaded;
+  async #ensureBuilt(repo: string, loaded: LoadedIndex, incarnation: string, name: string): Promise<void> {
+    const key = `${incarnation}/${name}`;
+    let building = this.#building.get(key);
+    if (!building) {
+      building = this.#build(repo, loaded, incarnation, name).finally(() => this.#building.delete(key));
+      this.#building.set(key, building);
+    }
+    await building;
   }
 
-  async #downloadPacks(repo: string, dir: string, items: readonly LogItem[]): Promise<void> {
-    const names = [...new Set(items.flatMap((item) => item.packs))];
+  /**
+   * Builders of one repository in this process queue on a mutex (no polling); across processes
+   * the writer lock decides, and the others poll for the generation or for the lock to lapse.
+   */
+  async #build(repo: string, loaded: LoadedIndex, incarnation: string, name: string): Promise<void> {
+    const dir = join(gensDir(incarnation), name);
+    const built = () => exists(join(dir, 'packed-refs'));
+    const deadline = Date.now() + this.#buildWaitMs;
+    let failures = 0;
+    await this.#mutex.run(repo, async () => {
+      while (!(await built())) {
+        const lock = await tryWriterLock(this.#leases, repo, `build ${name}`);
+        if (lock === null) {
+          // Someone else is building (maybe this very generation): wait for it or for its lock to lapse.
+          if (Date.now() > deadline)
+            throw new CacheBusy(`narwal: the cache of ${repo} is busy; retry in a moment`);
+          await waitForWriter(this.#leases, repo, built, Math.max(0, deadline - Date.now()));
+          continue;
+        }
+        try {
+          if (!(await built())) await this.#buildLocked(loaded, incarnation, name);
+        } finally {
+          await lock.release();
+        }
+      }
+    });
+  }
+
+  async #buildLocked(loaded: LoadedIndex, incarnation: string, name: string): Promise<void> {
+    const started = performance.now();
+    const objects = objectsDir(incarnation);
+    const gens = gensDir(incarnation);
+    await mkdir(join(objects, 'pack'), { recursive: true });
+    await mkdir(gens, { recursive: true });
+    let base = await newestGeneration(gens, loaded.index.seq);
+    // A base evicted under us is no error: replay from the checkpoint or the start instead.
+    let refs = base ? await readPackedRefs(join(gens, base.name)).catch(() => null) : null;
+    if (refs === null) base = null;
+    let from = base?.seq ?? 0;
+    let source = base?.name ?? 'empty';
+    const checkpoint = loaded.index.checkpoint;
+    if (checkpoint && (base === null || base.seq + REPLAY_RATHER_THAN_CHECKPOINT < checkpoint.seq)) {
+      // Cold, or far behind: one consolidated pack instead of every entry's.
+      await this.#downloadPacks(loaded.index.repo, objects, checkpoint.packs, true);
+      refs = new Map(await this.#wal.refTableMap(checkpoint.table));
+      from = checkpoint.seq;
+      source = `checkpoint at ${checkpoint.seq}`;
+    }
+    const startRefs = refs ?? new Map<string, string>();
+    const items = await this.#wal.itemsAfter(loaded.index, from);
+    await this.#downloadPacks(
+      loaded.index.repo,
+      objects,
+      [...new Set(items.flatMap((item) => item.packs))],
+      false,
+    );
+    for (const item of items) applyUpdates(startRefs, item);
+    const temp = join(gens, `.build-${randomBytes(6).toString('hex')}`);
+    await writeGeneration(temp, objects, startRefs, loaded.index.head);
+    await writeFile(
+      join(temp, 'narwal-generation.json'),
+      JSON.stringify({ etag: loaded.etag, seq: loaded.index.seq, created: loaded.index.created }),
+    );
+    try {
+      await rename(temp, join(gens, name));
+    } catch (error) {
+      await rm(temp, { recursive: true, force: true });
+      if (!(await exists(join(gens, name, 'packed-refs')))) throw error;
+    }
+    this.#logger.info('generation built', {
+      repo: loaded.index.repo,
+      generation: name,
+      from: source,
+      entries: items.length,
+      ms: Math.round(performance.now() - started),
+    });
+  }
+
+  async #downloadPacks(
+    repo: string,
+    objects: string,
+    names: readonly string[],
+    bitmaps: boolean,
+  ): Promise<void> {
     await mapLimit(names, this.#downloads, async (name) => {
-      const base = join(dir, 'objects', 'pack', name);
+      const base = join(objects, 'pack', name);
       if (await exists(`${base}.idx`)) return;
       await this.#download(packKey(repo, name, 'pack'), `${base}.pack`);
+      if (bitmaps) await this.#download(packKey(repo, name, 'bitmap'), `${base}.bitmap`).catch(() => {});
+      // The .idx last: git notices a pack by its .idx.
       await this.#download(packKey(repo, name, 'idx'), `${base}.idx`);
     });
   }
@@ -164,23 +259,47 @@ export class RepoCache {
   }
 }
 
-export async function createBareSkeleton(dir: string): Promise<void> {
-  if (await exists(join(dir, 'config'))) return;
-  await mkdir(join(dir, 'objects', 'pack'), { recursive: true });
+/** A bare repository whose refs are one packed-refs file and whose objects are borrowed. */
+async function writeGeneration(
+  dir: string,
+  objects: string,
+  refs: ReadonlyMap<string, string>,
+  head: string,
+): Promise<void> {
   await mkdir(join(dir, 'objects', 'info'), { recursive: true });
-  await mkdir(join(dir, 'refs', 'heads'), { recursive: true });
-  await mkdir(join(dir, 'refs', 'tags'), { recursive: true });
-  if (!(await exists(join(dir, 'HEAD')))) await replaceFile(join(dir, 'HEAD'), 'ref: refs/heads/main\n');
-  await replaceFile(
+  await mkdir(join(dir, 'objects', 'pack'), { recursive: true });
+  await mkdir(join(dir, 'refs'), { recursive: true });
+  await writeFile(join(dir, 'objects', 'info', 'alternates'), `${objects}\n`);
+  await writeFile(
     join(dir, 'config'),
     '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n',
   );
+  await writeFile(join(dir, 'HEAD'), `ref: ${head}\n`);
+  // Written last: a generation counts as built once its packed-refs exists.
+  await writeFile(join(dir, 'packed-refs'), writePackedRefs(refs));
 }
 
-async function replaceFile(path: string, content: string): Promise<void> {
-  const temp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`);
-  await writeFile(temp, content);
-  await rename(temp, path);
+async function newestGeneration(gens: string, atMost: number): Promise<{ name: string; seq: number } | null> {
+  let best: { name: string; seq: number } | null = null;
+  for (const name of await readdir(gens).catch(() => [] as string[])) {
+    const seq = generationSeq(name);
+    if (seq === undefined || seq > atMost || (best && best.seq >= seq)) continue;
+    if (await exists(join(gens, name, 'packed-refs'))) best = { name, seq };
+  }
+  return best;
+}
+
+async function readPackedRefs(dir: string): Promise<Map<string, string>> {
+  return parsePackedRefs(await readFile(join(dir, 'packed-refs'), 'utf8'));
+}
+
+/** Marks a generation as used, at most about once a minute (a write per request would be waste). */
+async function stampUse(dir: string, now: number): Promise<void> {
+  const path = join(dir, LAST_USED);
+  const current = await stat(path).catch(() => null);
+  if (current && now - current.mtimeMs < 60_000) return;
+  const at = new Date(now);
+  await utimes(path, at, at).catch(() => writeFile(path, '').catch(() => {}));
 }
 
 async function linkIfMissing(from: string, to: string): Promise<void> {
@@ -192,7 +311,7 @@ async function linkIfMissing(from: string, to: string): Promise<void> {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+export async function exists(path: string): Promise<boolean> {
   return access(path).then(
     () => true,
     () => false,

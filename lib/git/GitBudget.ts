@@ -33,6 +33,7 @@ export class GitBudget {
       this.#running++;
       return Promise.resolve(this.#releaser());
     }
+    if (this.#maxWaitMs === 0) return Promise.reject(this.#busy());
     return new Promise((resolve, reject) => {
       const waiter = {
         grant: () => {
@@ -42,11 +43,15 @@ export class GitBudget {
         timer: setTimeout(() => {
           const at = this.#waiting.indexOf(waiter);
           if (at >= 0) this.#waiting.splice(at, 1);
-          reject(new Busy(`narwal: server busy (${this.#max} git processes running); retry in a moment`));
+          reject(this.#busy());
         }, this.#maxWaitMs),
       };
       this.#waiting.push(waiter);
     });
+  }
+
+  #busy(): Busy {
+    return new Busy(`narwal: server busy (${this.#max} git processes running); retry in a moment`);
   }
 
   #releaser(): () => void {

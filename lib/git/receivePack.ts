@@ -38,6 +38,8 @@ export interface ReceivePackDeps {
   readonly maxHeadBytes: number;
   readonly maxCommands: number;
   readonly logger: Logger;
+  /** Hints after a publish (prewarm the next generation, maybe checkpoint); never awaited by the push. */
+  readonly afterPublish: (repo: string, loaded: LoadedIndex) => void;
 }
 
 export type ReceivePackOutcome =
@@ -65,8 +67,16 @@ export async function runReceivePack(
   request: { repo: string; loaded: LoadedIndex; body: Readable; who: Identity },
 ): Promise<ReceivePackOutcome> {
   const { repo } = request;
-  const cacheDir = await deps.cache.ensureRepo(repo);
-  const scratch = await createScratchRepo(deps.scratchRoot, cacheDir);
+  // The generation of the index the client's advertisement came from (or a newer one): its
+  // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
+  const generation = await deps.cache.read(repo, request.loaded);
+  let scratch: Awaited<ReturnType<typeof createScratchRepo>>;
+  try {
+    scratch = await createScratchRepo(deps.scratchRoot, generation);
+  } catch (error) {
+    await generation.release();
+    throw error;
+  }
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
   try {
     child = await deps.git.spawn(
@@ -76,17 +86,18 @@ export async function runReceivePack(
       },
     );
   } catch (error) {
-    await scratch.remove();
+    await Promise.all([scratch.remove(), generation.release()]);
     throw error;
   }
   const exit = childExit(child);
-  void exit.then(() => scratch.remove());
+  void exit.then(() => Promise.all([scratch.remove(), generation.release()]));
 
   const channel = child.stdio[3] as Duplex;
   const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
     try {
       return await publishPush(deps, {
         repo,
+        created: request.loaded.index.created,
         commands,
         atomic: capabilities.includes('atomic'),
         who: request.who,
@@ -130,6 +141,7 @@ async function publishPush(
   deps: ReceivePackDeps,
   push: {
     repo: string;
+    created: string;
     commands: ProcReceiveCommand[];
     atomic: boolean;
     who: Identity;
@@ -151,8 +163,8 @@ async function publishPush(
     packs: packs.map((p) => p.name),
   });
   if (result.seq !== null) {
-    await deps.cache.adoptPacks(push.repo, packs);
-    await deps.cache.catchUp(push.repo, result.loaded);
+    await deps.cache.adoptPacks(push.repo, push.created, packs);
+    deps.afterPublish(push.repo, result.loaded);
   }
   return result.outcomes.map((o) =>
     o.ok ? { ref: o.ref, ok: true } : { ref: o.ref, ok: false, reason: o.reason },

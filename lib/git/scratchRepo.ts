@@ -23,16 +23,19 @@ export interface ScratchRepo {
   remove(): Promise<void>;
 }
 
-export async function createScratchRepo(root: string, cacheRepoDir: string): Promise<ScratchRepo> {
+export async function createScratchRepo(
+  root: string,
+  generation: { dir: string; objects: string },
+): Promise<ScratchRepo> {
   const dir = join(root, `${randomUUID()}.git`);
   await mkdir(join(dir, 'objects', 'info'), { recursive: true });
   await mkdir(join(dir, 'objects', 'pack'));
   await mkdir(join(dir, 'refs'));
   await writeFile(join(dir, 'HEAD'), 'ref: refs/heads/main\n');
   await writeFile(join(dir, 'config'), '[core]\n\trepositoryformatversion = 0\n\tbare = true\n');
-  await writeFile(join(dir, 'objects', 'info', 'alternates'), `${join(cacheRepoDir, 'objects')}\n`);
-  // packed-refs is only ever replaced by rename, so a hard link is a stable snapshot.
-  await link(join(cacheRepoDir, 'packed-refs'), join(dir, 'packed-refs')).catch(() => {});
+  await writeFile(join(dir, 'objects', 'info', 'alternates'), `${generation.objects}\n`);
+  // A generation never changes, so a hard link of its refs is a stable snapshot.
+  await link(join(generation.dir, 'packed-refs'), join(dir, 'packed-refs'));
   return {
     dir,
     async packs() {

@@ -3,8 +3,10 @@
  * `git-upload-pack` or `git-receive-pack`. Every read first proves the cache is at the current
  * index etag; every push is published to the log before git reports it.
  */
+
+import type { ChildProcess } from 'node:child_process';
 import { canCreate, canRead, canWrite, type Principal } from '../auth/Principal.js';
-import type { RepoCache } from '../cache/RepoCache.js';
+import type { Generation, RepoCache } from '../cache/RepoCache.js';
 import { childBody, childExit, firstOutput } from '../git/childOutput.js';
 import type { GitRunner } from '../git/GitRunner.js';
 import { type ReceivePackDeps, receivePackConfig, runReceivePack } from '../git/receivePack.js';
@@ -50,20 +52,21 @@ export async function infoRefs(
     service === 'git-upload-pack'
       ? await authorizeRead(deps, repo, principal)
       : await authorizePush(deps, repo, principal);
-  const dir = loaded ? deps.cache.repoDir(repo) : await deps.cache.emptyRepo();
-  if (loaded) await deps.cache.catchUp(repo, loaded);
+  const generation = loaded ? await deps.cache.read(repo, loaded) : null;
+  const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const protocol = request.headers['git-protocol'];
   const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
   const config = service === 'git-upload-pack' ? uploadPackConfig() : receivePackConfig(deps.hooksDir);
-  const child = await deps.git.spawn(
+  const child = await spawnReleasing(
+    deps.git,
+    generation,
     [...config, service.slice(4), '--stateless-rpc', '--advertise-refs', dir],
-    {
-      env: service === 'git-upload-pack' ? gitProtocolEnv(protocol) : {},
-    },
+    { env: service === 'git-upload-pack' ? gitProtocolEnv(protocol) : {} },
   );
   child.stdin?.end();
   const exit = childExit(child);
   void exit.then((e) => {
+    void generation?.release();
     if (e.code !== 0)
       deps.logger.warn('advertisement failed', { repo, service, code: e.code, stderr: e.stderr });
   });
@@ -85,16 +88,19 @@ export async function uploadPack(
   requireContentType(request, 'application/x-git-upload-pack-request');
   const loaded = await authorizeRead(deps, repo, principal);
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
-  await deps.cache.catchUp(repo, loaded);
   const body = decodedBody(request, deps.maxFetchRequestBytes, 'the fetch request');
+  const generation = await deps.cache.read(repo, loaded);
   const protocol = request.headers['git-protocol'];
-  const child = await deps.git.spawn(
-    [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', deps.cache.repoDir(repo)],
+  const child = await spawnReleasing(
+    deps.git,
+    generation,
+    [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
     {
       env: gitProtocolEnv(protocol),
     },
   );
   const exit = childExit(child);
+  void exit.then(() => generation.release());
   let inputError: Error | undefined;
   body.once('error', (error) => {
     inputError ??= error;
@@ -132,7 +138,6 @@ export async function receivePack(
   let loaded = await authorizePush(deps, repo, principal);
   const body = decodedBody(request, deps.maxPushBytes, 'the push');
   if (loaded === null) loaded = await createForPush(deps, repo);
-  await deps.cache.catchUp(repo, loaded);
   const outcome = await runReceivePack(deps, {
     repo,
     loaded,
@@ -204,6 +209,21 @@ async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIn
     const loaded = await deps.wal.readIndex(repo);
     if (loaded === null) throw new HttpError(409, `narwal: repository ${repo} is being created; retry`);
     return loaded;
+  }
+}
+
+/** Spawns git for a leased generation, giving the lease back if git cannot even start. */
+async function spawnReleasing(
+  git: GitRunner,
+  generation: Generation | null,
+  args: string[],
+  options: { env: Record<string, string> },
+): Promise<ChildProcess> {
+  try {
+    return await git.spawn(args, options);
+  } catch (error) {
+    await generation?.release();
+    throw error;
   }
 }
 

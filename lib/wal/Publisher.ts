@@ -35,6 +35,13 @@ export interface PushJob {
   readonly who: Identity;
   /** Names of packs already stored under `packs/` for this push. */
   readonly packs: readonly string[];
+  /** Their total size, recorded so checkpoints can be made every so many bytes. */
+  readonly bytes?: number;
+  /**
+   * A change to the index that is not a ref update (a checkpoint pointer), applied in the same
+   * CAS as the pushes it is batched with. Must be a pure function of the index it is given.
+   */
+  readonly amend?: (index: RepoIndex) => RepoIndex;
 }
 
 export type RefOutcome =
@@ -157,7 +164,8 @@ export class Publisher {
         continue;
       }
       const publishing = decisions.filter((d) => d.updates.length > 0);
-      if (publishing.length === 0) {
+      const amends = batch.flatMap((p) => (p.job.amend ? [p.job.amend] : []));
+      if (publishing.length === 0 && amends.length === 0) {
         // No CAS will vouch for these answers, so they must come from a freshly read index.
         if (!fresh) {
           loaded = undefined;
@@ -168,6 +176,7 @@ export class Publisher {
       }
       const items = await this.#writeEntries(loaded.index, publishing, written);
       let next = appendItems(loaded.index, items, head);
+      for (const amend of amends) next = amend(next);
       if (needsFold(next, this.#options.fold)) next = await foldTail(this.#wal, this.#wal.store, next);
       attempt++;
       try {
@@ -254,6 +263,7 @@ export class Publisher {
           who: d.pending.job.who,
           updates: d.updates,
           packs: d.pending.job.packs,
+          ...(d.pending.job.bytes ? { bytes: d.pending.job.bytes } : {}),
           atomic: d.pending.job.atomic,
         };
         const body = encodeJson(entry);
@@ -269,6 +279,7 @@ export class Publisher {
           who: entry.who,
           updates: entry.updates,
           packs: entry.packs,
+          ...(entry.bytes ? { bytes: entry.bytes } : {}),
           ...(entry.atomic ? { atomic: true as const } : {}),
         };
       }),

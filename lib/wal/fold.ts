@@ -32,16 +32,13 @@ export async function foldTail(wal: Wal, store: ObjectStore, index: RepoIndex): 
   const first = index.tail[0];
   if (first === undefined) return index;
   const refs = await wal.allRefs(index);
-  // Byte order, as git sorts refs.
-  const sorted = [...refs.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  const table: RefTable = { v: 1, seq: index.seq, refs: sorted };
   const segment: Segment = { v: 1, from: first.seq, to: index.seq, items: index.tail };
-  const tableBody = encodeJson(table);
   const segmentBody = encodeJson(segment);
-  const tKey = tableKey(index.repo, sha256(tableBody));
   const sKey = segmentKey(index.repo, sha256(segmentBody));
-  await Promise.all([putImmutable(store, tKey, tableBody), putImmutable(store, sKey, segmentBody)]);
-  wal.seedTable(tKey, refs);
+  const [tKey] = await Promise.all([
+    writeRefTable(wal, store, index.repo, index.seq, refs),
+    putImmutable(store, sKey, segmentBody),
+  ]);
   wal.seedSegment(sKey, segment);
   return {
     ...index,
@@ -49,4 +46,22 @@ export async function foldTail(wal: Wal, store: ObjectStore, index: RepoIndex): 
     segments: [...index.segments, { key: sKey, from: segment.from, to: segment.to }],
     tail: [],
   };
+}
+
+/** Writes every ref as of `seq` as an immutable table and returns its key. */
+export async function writeRefTable(
+  wal: Wal,
+  store: ObjectStore,
+  repo: string,
+  seq: number,
+  refs: ReadonlyMap<string, string>,
+): Promise<string> {
+  // Byte order, as git sorts refs.
+  const sorted = [...refs.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const table: RefTable = { v: 1, seq, refs: sorted };
+  const body = encodeJson(table);
+  const key = tableKey(repo, sha256(body));
+  await putImmutable(store, key, body);
+  wal.seedTable(key, refs);
+  return key;
 }

@@ -7,6 +7,7 @@ export const indexKey = (repo: string) => `${repoPrefix(repo)}index.json`;
 export const entryKey = (repo: string, sha: string) => `${repoPrefix(repo)}entries/${sha}.json`;
 export const tableKey = (repo: string, sha: string) => `${repoPrefix(repo)}tables/${sha}.json`;
 export const segmentKey = (repo: string, sha: string) => `${repoPrefix(repo)}segments/${sha}.json`;
-export const packKey = (repo: string, pack: string, ext: 'pack' | 'idx') =>
+export const checkpointKey = (repo: string, sha: string) => `${repoPrefix(repo)}checkpoints/${sha}.json`;
+export const packKey = (repo: string, pack: string, ext: 'pack' | 'idx' | 'bitmap') =>
   `${repoPrefix(repo)}packs/${pack}.${ext}`;
 export const REPOS_PREFIX = 'repos/';

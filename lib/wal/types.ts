@@ -35,6 +35,8 @@ export interface EntryObject {
   readonly updates: readonly RefUpdate[];
   /** Pack names (`pack-<sha>`), each stored as `packs/<name>.pack` and `.idx`. */
   readonly packs: readonly string[];
+  /** Total size of the packs. */
+  readonly bytes?: number;
   readonly atomic: boolean;
 }
 
@@ -46,6 +48,7 @@ export interface LogItem {
   readonly who: Identity;
   readonly updates: readonly RefUpdate[];
   readonly packs: readonly string[];
+  readonly bytes?: number;
   readonly atomic?: true;
 }
 
@@ -77,6 +80,27 @@ export interface SegmentPointer {
 }
 
 /**
+ * `checkpoints/<sha256>.json` and its pointer in the index: the ref set as of `seq` (a ref table)
+ * and consolidated packs holding every object those refs reach, with a reachability bitmap. A
+ * cold cache downloads these and replays only the entries after `seq`.
+ */
+export interface CheckpointPointer {
+  readonly seq: number;
+  readonly key: string;
+  /** Ref table key with every ref as of `seq`. */
+  readonly table: string;
+  readonly packs: readonly string[];
+  /** Total bytes of the packs, for progress and routing decisions. */
+  readonly bytes: number;
+}
+
+export interface CheckpointObject extends CheckpointPointer {
+  readonly v: 1;
+  readonly time: string;
+  readonly head: string;
+}
+
+/**
  * `index.json`, the one mutable object per repository, advanced only by conditional PUT.
  * It stays small: the ref set lives in `table`, older items in segments; the tail holds only the
  * items after the table, bounded by the fold policy.
@@ -92,8 +116,8 @@ export interface RepoIndex {
   /** Refs as of `table.seq`; null before the first fold. */
   readonly table: TablePointer | null;
   readonly segments: readonly SegmentPointer[];
-  /** Reserved for checkpoints (full snapshot plus consolidated packs). */
-  readonly checkpoint: null;
+  /** The newest checkpoint: replay of a cold cache starts there. */
+  readonly checkpoint: CheckpointPointer | null;
   /** Items with seq in (table?.seq ?? 0, seq], oldest first. */
   readonly tail: readonly LogItem[];
 }

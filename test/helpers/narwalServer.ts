@@ -47,7 +47,7 @@ export async function startInProcess(
       server.closeAllConnections();
       await new Promise<void>((done) => server.close(() => done()));
       await app.close();
-      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
 }

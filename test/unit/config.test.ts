@@ -27,9 +27,14 @@ describe('loadConfig', () => {
       publicUrl: undefined,
       maxPushBytes: 2 * 1024 ** 3,
       maxFetchRequestBytes: 64 * 1024 ** 2,
-      gitChildren: 32,
-      gitQueueMs: 30_000,
+      gitChildren: 64,
+      gitQueueMs: 0,
       quiet: false,
+      presence: { kind: 'local' },
+      leaseTtlMs: 60_000,
+      idleEvictMs: 30 * 60_000,
+      checkpointEveryEntries: 100,
+      checkpointEveryBytes: 64 * 1024 ** 2,
     });
   });
 
