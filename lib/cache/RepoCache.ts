@@ -159,7 +159,7 @@ export class RepoCache {
     const dir = join(gensDir(incarnation), name);
     const built = () => exists(join(dir, 'packed-refs'));
     const deadline = Date.now() + this.#buildWaitMs;
-    let failures = 0;
+    const failures = 0;
     await this.#mutex.run(repo, async () => {
       while (!(await built())) {
         const lock = await tryWriterLock(this.#leases, repo, `build ${name}`);

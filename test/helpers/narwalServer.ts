@@ -82,7 +82,7 @@ export async function startProcess(options: {
     authUrl: url.replace('://', `://admin:${ADMIN_TOKEN}@`),
     dataDir: options.dataDir,
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((done) => child.once('exit', done));
       child.kill('SIGTERM');
       await exited;

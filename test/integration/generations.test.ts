@@ -8,22 +8,17 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
+import { presenceTableDefinition } from '../../lib/presence/DynamoPresenceStore.js';
+import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamoLocal.js';
 import { commitFile, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
 const run = promisify(execFile);
 let server: RunningNarwal & { app: App };
 let home: string;
-
-beforeAll(async () => {
-  server = await startInProcess({ env: { NARWAL_CHECKPOINT_EVERY: '10', NARWAL_IDLE_EVICT_MS: '1000' } });
-  home = await makeHome();
-});
-afterAll(async () => {
-  await server?.stop();
-});
 
 async function revParse(gitDir: string, ref: string): Promise<string> {
   const { stdout } = await run('git', ['--git-dir', gitDir, 'rev-parse', ref]);
@@ -36,106 +31,146 @@ async function current(repo: string) {
   return loaded;
 }
 
-describe('generations and leases', () => {
-  it('keeps leased generations while a push lands, and gives a new reader the new one', async () => {
-    const repo = 'gens/leases';
-    const work = await workRepo(home, 2);
-    await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
-    const before = await current(repo);
-    const first = await server.app.cache.read(repo, before);
-    const second = await server.app.cache.read(repo, before);
-    expect(second.dir).toBe(first.dir);
-    const oldHead = await revParse(first.dir, 'refs/heads/main');
+/** Everything below runs once with each presence adapter. */
+async function presenceEnv(
+  kind: 'local' | 'dynamodb',
+): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+  if (kind === 'local') return { env: {}, stop: async () => {} };
+  const local: DynamoLocal = await startDynamoLocal();
+  // The app's DynamoDB client takes credentials from the environment; DynamoDB Local accepts any.
+  process.env.AWS_ACCESS_KEY_ID = 'narwaltest';
+  process.env.AWS_SECRET_ACCESS_KEY = 'narwaltest';
+  const client = new DynamoDBClient({ endpoint: local.endpoint, region: 'us-east-1' });
+  await client.send(new CreateTableCommand(presenceTableDefinition('narwal-presence')));
+  client.destroy();
+  return {
+    env: {
+      NARWAL_PRESENCE: 'dynamodb',
+      NARWAL_PRESENCE_TABLE: 'narwal-presence',
+      NARWAL_DYNAMODB_ENDPOINT: local.endpoint,
+    },
+    stop: () => local.stop(),
+  };
+}
 
-    const newHead = await commitFile(work, home, 'later.txt', 'later\n');
-    await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
-    const after = await current(repo);
-    const third = await server.app.cache.read(repo, after);
-    expect(third.dir).not.toBe(first.dir);
-    expect(await revParse(third.dir, 'refs/heads/main')).toBe(newHead);
-    // The old generation is immutable: its readers still see exactly the state they leased.
-    expect(await revParse(first.dir, 'refs/heads/main')).toBe(oldHead);
+for (const presence of ['local', 'dynamodb'] as const) {
+  describe(`with ${presence} presence records`, () => {
+    let presenceStop: () => Promise<void> = async () => {};
+    beforeAll(async () => {
+      const setup = await presenceEnv(presence);
+      presenceStop = setup.stop;
+      server = await startInProcess({
+        env: { NARWAL_CHECKPOINT_EVERY: '10', NARWAL_IDLE_EVICT_MS: '1000', ...setup.env },
+      });
+      home = await makeHome();
+    }, 120_000);
+    afterAll(async () => {
+      await server?.stop();
+      await presenceStop();
+    });
 
-    // Leased, so the sweep keeps it however idle it is.
-    await new Promise((r) => setTimeout(r, 1100));
-    await server.app.sweep();
-    expect(await revParse(first.dir, 'refs/heads/main')).toBe(oldHead);
-    await first.release();
-    await second.release();
-    await third.release();
-    await server.app.sweep();
-    await expect(revParse(first.dir, 'refs/heads/main')).rejects.toThrow();
-    // The newest generation stays while it is not idle.
-    const again = await server.app.cache.read(repo, after);
-    expect(again.dir).toBe(third.dir);
-    await again.release();
+    describe('generations and leases', () => {
+      it('keeps leased generations while a push lands, and gives a new reader the new one', async () => {
+        const repo = 'gens/leases';
+        const work = await workRepo(home, 2);
+        await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+        const before = await current(repo);
+        const first = await server.app.cache.read(repo, before);
+        const second = await server.app.cache.read(repo, before);
+        expect(second.dir).toBe(first.dir);
+        const oldHead = await revParse(first.dir, 'refs/heads/main');
+
+        const newHead = await commitFile(work, home, 'later.txt', 'later\n');
+        await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+        const after = await current(repo);
+        const third = await server.app.cache.read(repo, after);
+        expect(third.dir).not.toBe(first.dir);
+        expect(await revParse(third.dir, 'refs/heads/main')).toBe(newHead);
+        // The old generation is immutable: its readers still see exactly the state they leased.
+        expect(await revParse(first.dir, 'refs/heads/main')).toBe(oldHead);
+
+        // Leased, so the sweep keeps it however idle it is.
+        await new Promise((r) => setTimeout(r, 1100));
+        await server.app.sweep();
+        expect(await revParse(first.dir, 'refs/heads/main')).toBe(oldHead);
+        await first.release();
+        await second.release();
+        await third.release();
+        await server.app.sweep();
+        await expect(revParse(first.dir, 'refs/heads/main')).rejects.toThrow();
+        // The newest generation stays while it is not idle.
+        const again = await server.app.cache.read(repo, after);
+        expect(again.dir).toBe(third.dir);
+        await again.release();
+      });
+
+      it('serves many clones of one repository at once from one generation', async () => {
+        const repo = 'gens/parallel';
+        const work = await workRepo(home, 5);
+        await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+        const root = await mkdtemp(join(tmpdir(), 'narwal-par-'));
+        const clones = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            gitOk(['clone', '-q', `${server.authUrl}/${repo}.git`, join(root, `c${i}`)], { home }),
+          ),
+        );
+        expect(clones).toHaveLength(8);
+        const loaded = await current(repo);
+        const gensDir = join(server.dataDir, 'cache', 'repos', `${repo}.git`);
+        const incarnations = await readdir(gensDir);
+        expect(incarnations).toHaveLength(1);
+        const names = await readdir(join(gensDir, incarnations[0] ?? '', 'gens'));
+        expect(names.filter((n) => n.startsWith(String(loaded.index.seq).padStart(12, '0')))).toHaveLength(1);
+        await rm(root, { recursive: true, force: true });
+      });
+    });
+
+    describe('checkpoints', () => {
+      it('checkpoints automatically, and a cold cache rebuilds from the checkpoint', async () => {
+        const repo = 'gens/checkpointed';
+        const work = await workRepo(home, 1);
+        const url = `${server.authUrl}/${repo}.git`;
+        for (let i = 0; i < 14; i++) {
+          await commitFile(work, home, `f${i}.txt`, `${i}\n`);
+          await gitOk(['push', url, 'main', `main:b${i % 3}`], { cwd: work, home });
+        }
+        // Checkpoints run in the background after a publish; give the last one a moment.
+        let loaded = await current(repo);
+        for (let i = 0; i < 100 && (loaded.index.checkpoint?.seq ?? 0) < 10; i++) {
+          await new Promise((r) => setTimeout(r, 50));
+          loaded = await current(repo);
+        }
+        const checkpoint = loaded.index.checkpoint;
+        expect(checkpoint?.seq).toBeGreaterThanOrEqual(10);
+        expect(checkpoint?.packs.length).toBe(1);
+
+        // Lose the whole cache: nothing is lost, the next clone rebuilds from the checkpoint.
+        await server.app.idle();
+        await rm(join(server.dataDir, 'cache', 'repos'), { recursive: true, force: true });
+        const dir = join(await mkdtemp(join(tmpdir(), 'narwal-cold-')), 'c');
+        await gitOk(['clone', '-q', url, dir], { home });
+        expect((await gitOk(['rev-parse', 'HEAD'], { cwd: dir, home })).trim()).toBe(
+          (await gitOk(['rev-parse', 'HEAD'], { cwd: work, home })).trim(),
+        );
+        await gitOk(['fsck', '--strict'], { cwd: dir, home });
+        const objects = join(server.dataDir, 'cache', 'repos', `${repo}.git`);
+        const [incarnation = ''] = await readdir(objects);
+        const packs = await readdir(join(objects, incarnation, 'objects', 'pack'));
+        expect(packs).toContain(`${checkpoint?.packs[0]}.bitmap`);
+        // Only the checkpoint and the entries after it were downloaded.
+        const entriesAfter = loaded.index.seq - (checkpoint?.seq ?? 0);
+        expect(packs.filter((p) => p.endsWith('.pack')).length).toBeLessThanOrEqual(1 + entriesAfter);
+      });
+
+      it('makes a checkpoint on demand and reports when there is nothing new', async () => {
+        const repo = 'gens/on-demand';
+        const work = await workRepo(home, 3);
+        await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+        const made = await server.app.checkpointer.make(repo);
+        expect(made?.seq).toBe(1);
+        expect(await server.app.checkpointer.make(repo)).toBeNull();
+        expect((await current(repo)).index.checkpoint?.seq).toBe(1);
+      });
+    });
   });
-
-  it('serves many clones of one repository at once from one generation', async () => {
-    const repo = 'gens/parallel';
-    const work = await workRepo(home, 5);
-    await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
-    const root = await mkdtemp(join(tmpdir(), 'narwal-par-'));
-    const clones = await Promise.all(
-      Array.from({ length: 8 }, (_, i) =>
-        gitOk(['clone', '-q', `${server.authUrl}/${repo}.git`, join(root, `c${i}`)], { home }),
-      ),
-    );
-    expect(clones).toHaveLength(8);
-    const loaded = await current(repo);
-    const gensDir = join(server.dataDir, 'cache', 'repos', `${repo}.git`);
-    const incarnations = await readdir(gensDir);
-    expect(incarnations).toHaveLength(1);
-    const names = await readdir(join(gensDir, incarnations[0] ?? '', 'gens'));
-    expect(names.filter((n) => n.startsWith(String(loaded.index.seq).padStart(12, '0')))).toHaveLength(1);
-    await rm(root, { recursive: true, force: true });
-  });
-});
-
-describe('checkpoints', () => {
-  it('checkpoints automatically, and a cold cache rebuilds from the checkpoint', async () => {
-    const repo = 'gens/checkpointed';
-    const work = await workRepo(home, 1);
-    const url = `${server.authUrl}/${repo}.git`;
-    for (let i = 0; i < 14; i++) {
-      await commitFile(work, home, `f${i}.txt`, `${i}\n`);
-      await gitOk(['push', url, 'main', `main:b${i % 3}`], { cwd: work, home });
-    }
-    // Checkpoints run in the background after a publish; give the last one a moment.
-    let loaded = await current(repo);
-    for (let i = 0; i < 100 && (loaded.index.checkpoint?.seq ?? 0) < 10; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      loaded = await current(repo);
-    }
-    const checkpoint = loaded.index.checkpoint;
-    expect(checkpoint?.seq).toBeGreaterThanOrEqual(10);
-    expect(checkpoint?.packs.length).toBe(1);
-
-    // Lose the whole cache: nothing is lost, the next clone rebuilds from the checkpoint.
-    await server.app.idle();
-    await rm(join(server.dataDir, 'cache', 'repos'), { recursive: true, force: true });
-    const dir = join(await mkdtemp(join(tmpdir(), 'narwal-cold-')), 'c');
-    await gitOk(['clone', '-q', url, dir], { home });
-    expect((await gitOk(['rev-parse', 'HEAD'], { cwd: dir, home })).trim()).toBe(
-      (await gitOk(['rev-parse', 'HEAD'], { cwd: work, home })).trim(),
-    );
-    await gitOk(['fsck', '--strict'], { cwd: dir, home });
-    const objects = join(server.dataDir, 'cache', 'repos', `${repo}.git`);
-    const [incarnation = ''] = await readdir(objects);
-    const packs = await readdir(join(objects, incarnation, 'objects', 'pack'));
-    expect(packs).toContain(`${checkpoint?.packs[0]}.bitmap`);
-    // Only the checkpoint and the entries after it were downloaded.
-    const entriesAfter = loaded.index.seq - (checkpoint?.seq ?? 0);
-    expect(packs.filter((p) => p.endsWith('.pack')).length).toBeLessThanOrEqual(1 + entriesAfter);
-  });
-
-  it('makes a checkpoint on demand and reports when there is nothing new', async () => {
-    const repo = 'gens/on-demand';
-    const work = await workRepo(home, 3);
-    await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
-    const made = await server.app.checkpointer.make(repo);
-    expect(made?.seq).toBe(1);
-    expect(await server.app.checkpointer.make(repo)).toBeNull();
-    expect((await current(repo)).index.checkpoint?.seq).toBe(1);
-  });
-});
+}
