@@ -97,13 +97,17 @@ async function serve(args: string[]): Promise<number> {
     Math.min(config.idleEvictMs, 5 * 60_000),
   );
   sweeper.unref();
-  const stop = () => {
+  const stop = (signal: string) => {
+    logger.warn('stopping', { signal });
     clearInterval(sweeper);
     server.close();
     server.closeAllConnections();
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  // A stray rejection in background work (prewarm, checkpoint, lease renewal) must not take
+  // the node down: log it and keep serving.
+  process.on('unhandledRejection', (error) => logger.error('unhandled rejection', { error: String(error) }));
   await new Promise<void>((resolve) => server.once('close', () => resolve()));
   await app.close();
   return 0;

@@ -149,18 +149,22 @@ async function publishPush(
   },
 ): Promise<ProcReceiveResult[]> {
   const packs = push.commands.some((c) => !/^0+$/.test(c.newOid)) ? await push.scratch.packs() : [];
-  await Promise.all(
+  // Uploaded while the publisher decides and writes the entry; its CAS waits for them.
+  const stored = Promise.all(
     packs.flatMap((p) => [
       putImmutable(deps.store, packKey(push.repo, p.name, 'pack'), { path: p.packPath, size: p.packSize }),
       putImmutable(deps.store, packKey(push.repo, p.name, 'idx'), { path: p.idxPath, size: p.idxSize }),
     ]),
-  );
+  ).then(() => {});
+  stored.catch(() => {});
   const result = await deps.publisher.publish({
     repo: push.repo,
     commands: push.commands.map((c) => ({ ref: c.ref, oldOid: c.oldOid, newOid: c.newOid })),
     atomic: push.atomic,
     who: push.who,
     packs: packs.map((p) => p.name),
+    bytes: packs.reduce((sum, p) => sum + p.packSize, 0),
+    stored,
   });
   if (result.seq !== null) {
     await deps.cache.adoptPacks(push.repo, push.created, packs);

@@ -174,6 +174,13 @@ async function authorizeRead(
   repo: string,
   principal: Principal | null,
 ): Promise<LoadedIndex | null> {
+  // git asks anonymously first and sends credentials after a 401: answer that without a store
+  // round trip when this node saw the repository private moments ago. (A cached "public" is
+  // never trusted: it is checked against the current index.)
+  const known = deps.wal.recentIndex(repo, 5_000);
+  if (principal === null && known && !known.index.public) {
+    throw unauthorized(`narwal: authentication required for ${repo}`);
+  }
   const loaded = await deps.wal.readIndex(repo);
   if (loaded && canRead(principal, repo, loaded.index.public)) return loaded;
   if (principal === null) throw unauthorized(`narwal: authentication required for ${repo}`);

@@ -75,8 +75,14 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async head(key: string): Promise<HeadResult> {
-    const body = await this.#read(key);
-    return { etag: etagOf(body), size: body.length };
+    // Hashed as a stream: a HEAD of a pack must not load the pack into memory.
+    const path = this.#path(key);
+    try {
+      const { size } = await stat(path);
+      return { etag: await fileEtag({ path, size }), size };
+    } catch (error) {
+      throw this.#translate(error, key);
+    }
   }
 
   async put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {

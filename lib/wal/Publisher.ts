@@ -38,6 +38,11 @@ export interface PushJob {
   /** Their total size, recorded so checkpoints can be made every so many bytes. */
   readonly bytes?: number;
   /**
+   * Settles when the packs are stored. The entry is written meanwhile, in parallel; the CAS that
+   * names them waits for it (DESIGN.md invariant 1). A push whose upload failed is rejected alone.
+   */
+  readonly stored?: Promise<void>;
+  /**
    * A change to the index that is not a ref update (a checkpoint pointer), applied in the same
    * CAS as the pushes it is batched with. Must be a pure function of the index it is given.
    */
@@ -146,7 +151,8 @@ export class Publisher {
     }
   }
 
-  async #commit(repo: string, batch: Pending[]): Promise<void> {
+  async #commit(repo: string, arrived: Pending[]): Promise<void> {
+    let batch = arrived;
     let loaded = this.#wal.knownIndex(repo);
     let fresh = false;
     // Entry objects already written in this commit, so a retried CAS does not rewrite them.
@@ -174,7 +180,24 @@ export class Publisher {
         for (const d of decisions) d.pending.resolve({ outcomes: d.outcomes, seq: null, loaded });
         return;
       }
-      const items = await this.#writeEntries(loaded.index, publishing, written);
+      const [items, uploads] = await Promise.all([
+        this.#writeEntries(loaded.index, publishing, written),
+        Promise.allSettled(publishing.map((d) => d.pending.job.stored)),
+      ]);
+      const failed = new Set<Pending>();
+      uploads.forEach((upload, i) => {
+        const pending = publishing[i]?.pending;
+        if (upload.status === 'rejected' && pending) {
+          pending.reject(upload.reason);
+          failed.add(pending);
+        }
+      });
+      if (failed.size > 0) {
+        // Decide again without them: the others' sequence numbers and refs may change.
+        batch = batch.filter((p) => !failed.has(p));
+        if (batch.length === 0) return;
+        continue;
+      }
       let next = appendItems(loaded.index, items, head);
       for (const amend of amends) next = amend(next);
       if (needsFold(next, this.#options.fold)) next = await foldTail(this.#wal, this.#wal.store, next);

@@ -24,6 +24,8 @@ export class Wal {
   readonly #immutable: ImmutableCache;
   /** The newest index this process has seen per repository: a hint, never proof of freshness. */
   readonly #known = new Map<string, LoadedIndex>();
+  /** When each known index was last confirmed current by a read or a write of this process. */
+  readonly #confirmed = new Map<string, number>();
 
   constructor(store: ObjectStore, immutable = new ImmutableCache()) {
     this.store = store;
@@ -39,7 +41,10 @@ export class Wal {
         this.store.get(key, known ? { ifNoneMatch: known.etag } : undefined),
       );
       if (got.notModified) {
-        if (known && known.etag === got.etag) return known;
+        if (known && known.etag === got.etag) {
+          this.#confirmed.set(repo, Date.now());
+          return known;
+        }
         return this.readIndexFully(repo);
       }
       const loaded = { index: decodeIndex(key, got.body), etag: got.etag };
@@ -59,6 +64,12 @@ export class Wal {
     return this.readIndex(repo);
   }
 
+  /** The known index if it was confirmed current within `maxAgeMs`. */
+  recentIndex(repo: string, maxAgeMs: number): LoadedIndex | undefined {
+    const at = this.#confirmed.get(repo);
+    return at !== undefined && Date.now() - at <= maxAgeMs ? this.#known.get(repo) : undefined;
+  }
+
   /** The last index seen by this process, if any (a starting guess for a CAS). */
   knownIndex(repo: string): LoadedIndex | undefined {
     return this.#known.get(repo);
@@ -66,7 +77,10 @@ export class Wal {
 
   remember(repo: string, loaded: LoadedIndex): void {
     const known = this.#known.get(repo);
-    if (known === undefined || known.index.seq <= loaded.index.seq) this.#known.set(repo, loaded);
+    if (known === undefined || known.index.seq <= loaded.index.seq) {
+      this.#known.set(repo, loaded);
+      this.#confirmed.set(repo, Date.now());
+    }
   }
 
   forget(repo: string): void {
