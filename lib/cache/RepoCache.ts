@@ -159,7 +159,7 @@ export class RepoCache {
     const dir = join(gensDir(incarnation), name);
     const built = () => exists(join(dir, 'packed-refs'));
     const deadline = Date.now() + this.#buildWaitMs;
-    const failures = 0;
+    let failures = 0;
     await this.#mutex.run(repo, async () => {
       while (!(await built())) {
         const lock = await tryWriterLock(this.#leases, repo, `build ${name}`);
@@ -172,6 +172,14 @@ export class RepoCache {
         }
         try {
           if (!(await built())) await this.#buildLocked(loaded, incarnation, name);
+        } catch (error) {
+          // The cache directory may be deleted at any moment (eviction, an operator): start over.
+          if (++failures >= 3) throw error;
+          this.#logger.warn('generation build failed, retrying', {
+            repo,
+            generation: name,
+            error: String(error),
+          });
         } finally {
           await lock.release();
         }
