@@ -43,6 +43,7 @@ export interface CheckpointerDeps {
 }
 
 const CHECKPOINT_LOCK = 'checkpoint';
+const FIRST_CHECKPOINT_BYTES = 1024 * 1024;
 /** A checkpoint of a large repository takes a while; its lock lives this long without renewal. */
 const LOCK_TTL_MS = 10 * 60_000;
 
@@ -86,7 +87,10 @@ export class Checkpointer {
     if (index.seq - since >= policy.everyEntries) return true;
     if (index.seq === since) return false;
     const items = await this.#deps.wal.itemsAfter(index, since);
-    return items.reduce((sum, item) => sum + (item.bytes ?? 0), 0) >= policy.everyBytes;
+    const bytes = items.reduce((sum, item) => sum + (item.bytes ?? 0), 0);
+    // A repository's first sizeable import gets its bitmap at once: clones of it are the
+    // expensive ones, and without a checkpoint a warm cache never has a bitmap to serve from.
+    return bytes >= policy.everyBytes || (index.checkpoint === null && bytes >= FIRST_CHECKPOINT_BYTES);
   }
 
   async #make(repo: string): Promise<CheckpointPointer | null> {

@@ -48,13 +48,23 @@ export async function infoRefs(
   if (service !== 'git-upload-pack' && service !== 'git-receive-pack') {
     throw forbidden('narwal: only the smart HTTP protocol is supported; use git 1.6.6 or newer');
   }
-  const loaded =
-    service === 'git-upload-pack'
+  const protocol = request.headers['git-protocol'];
+  // In protocol v2 this answer is the server's capabilities, no refs: nothing in it can be stale,
+  // so a repository this node read moments ago needs no store round trip and no generation. The
+  // refs come with the next request (ls-refs), which proves freshness as every read does.
+  const recent = deps.wal.recentIndex(repo, 5_000);
+  const capabilitiesOnly =
+    service === 'git-upload-pack' &&
+    wantsProtocolV2(protocol) &&
+    recent !== undefined &&
+    canRead(principal, repo, recent.index.public);
+  const loaded = capabilitiesOnly
+    ? null
+    : service === 'git-upload-pack'
       ? await authorizeRead(deps, repo, principal)
       : await authorizePush(deps, repo, principal);
   const generation = loaded ? await deps.cache.read(repo, loaded) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
-  const protocol = request.headers['git-protocol'];
   const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
   const config = service === 'git-upload-pack' ? uploadPackConfig() : receivePackConfig(deps.hooksDir);
   const child = await spawnReleasing(

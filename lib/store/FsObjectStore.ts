@@ -19,6 +19,7 @@ import {
   readdir,
   readFile,
   rename,
+  rmdir,
   stat,
   unlink,
   writeFile,
@@ -90,15 +91,25 @@ export class FsObjectStore implements ObjectStore {
     const temp = await this.#stage(body);
     try {
       const etag = temp.etag;
-      await mkdir(dirname(path), { recursive: true });
-      if (options?.ifNoneMatch === '*') {
-        await this.#createOnly(temp.path, path, key);
-      } else if (options?.ifMatch !== undefined) {
-        await this.#replaceIfMatch(temp.path, path, key, options.ifMatch);
-      } else {
-        await rename(temp.path, path);
+      // A concurrent delete may remove the (emptied) parent directory between mkdir and the
+      // write: make it again and retry.
+      for (let attempt = 1; ; attempt++) {
+        await mkdir(dirname(path), { recursive: true });
+        try {
+          if (options?.ifNoneMatch === '*') {
+            await this.#createOnly(temp.path, path, key);
+          } else if (options?.ifMatch !== undefined) {
+            await this.#replaceIfMatch(temp.path, path, key, options.ifMatch);
+          } else {
+            await rename(temp.path, path);
+          }
+          return { etag };
+        } catch (error) {
+          const parentGone =
+            isCode(error, 'ENOENT') || (error instanceof NotFound && isCode(error.cause, 'ENOENT'));
+          if (!parentGone || attempt >= 3) throw error;
+        }
       }
-      return { etag };
     } finally {
       await unlink(temp.path).catch(() => {});
     }
@@ -120,10 +131,21 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
+    const path = this.#path(key);
     try {
-      await unlink(this.#path(key));
+      await unlink(path);
     } catch (error) {
       if (!isCode(error, 'ENOENT')) throw this.#translate(error, key);
+    }
+    // S3 has no directories: don't leave empty ones behind (short-lived keys would pile them up).
+    for (let dir = dirname(path); dir.startsWith(`${this.#objects}${sep}`); dir = dirname(dir)) {
+      if (
+        !(await rmdir(dir).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
     }
   }
 

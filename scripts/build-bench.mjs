@@ -1,0 +1,15 @@
+// Bundles the benchmark (bench/run.ts) and its peer server (bench/peerMain.ts) into dist/ with
+// esbuild, as scripts/build.mjs does for the CLI: Node 20 cannot run TypeScript directly.
+import { build } from 'esbuild';
+
+await build({
+  entryPoints: { bench: 'bench/run.ts', 'bench-peer': 'bench/peerMain.ts', 'bench-cold': 'bench/coldProbe.ts' },
+  outdir: 'dist',
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  sourcemap: true,
+  packages: 'external',
+  logLevel: 'warning',
+});
