@@ -3,7 +3,11 @@
 import { build } from 'esbuild';
 
 await build({
-  entryPoints: { bench: 'bench/run.ts', 'bench-peer': 'bench/peerMain.ts', 'bench-cold': 'bench/coldProbe.ts' },
+  entryPoints: {
+    bench: 'bench/run.ts',
+    'bench-peer': 'bench/peerMain.ts',
+    'bench-cold': 'bench/coldProbe.ts',
+  },
   outdir: 'dist',
   bundle: true,
   platform: 'node',
