@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObjectPresenceStore } from '../../lib/presence/ObjectPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
+import { Wal } from '../../lib/wal/Wal.js';
 import { git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { ADMIN_TOKEN, startInProcess, startProcess, tempDataDir } from '../helpers/narwalServer.js';
 
@@ -70,10 +71,19 @@ describe('a reader killed mid-clone', () => {
     try {
       const { work, head } = await bigRepo(40);
       await gitOk(['push', `${reader.authUrl}/crash/clone.git`, 'main'], { cwd: work, home });
-      await stalledFetch(reader.url, 'crash/clone', head);
       const presence = new ObjectPresenceStore({
         store: new FsObjectStore(join(dataDir, 'cache', 'presence')),
       });
+      // A first import this size is checkpointed in the background, under a lease of its own:
+      // let that finish so the only lease left is the stalled reader's.
+      const wal = new Wal(new FsObjectStore(join(dataDir, 'store')));
+      for (let i = 0; i < 200; i++) {
+        const loaded = await wal.readIndexFully('crash/clone');
+        const leases = await presence.list('repo#crash/clone', 'lease#');
+        if (loaded?.index.checkpoint && leases.length === 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await stalledFetch(reader.url, 'crash/clone', head);
       expect((await presence.list('repo#crash/clone', 'lease#')).length).toBe(1);
 
       // kill -9 of the serving process: nobody releases the lease.
