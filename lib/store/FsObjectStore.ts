@@ -94,8 +94,8 @@ export class FsObjectStore implements ObjectStore {
       // A concurrent delete may remove the (emptied) parent directory between mkdir and the
       // write: make it again and retry.
       for (let attempt = 1; ; attempt++) {
-        await mkdir(dirname(path), { recursive: true });
         try {
+          await mkdir(dirname(path), { recursive: true });
           if (options?.ifNoneMatch === '*') {
             await this.#createOnly(temp.path, path, key);
           } else if (options?.ifMatch !== undefined) {
@@ -107,7 +107,7 @@ export class FsObjectStore implements ObjectStore {
         } catch (error) {
           const parentGone =
             isCode(error, 'ENOENT') || (error instanceof NotFound && isCode(error.cause, 'ENOENT'));
-          if (!parentGone || attempt >= 3) throw error;
+          if (!parentGone || attempt >= 5) throw error;
         }
       }
     } finally {
