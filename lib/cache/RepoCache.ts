@@ -25,6 +25,7 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { Busy } from '../git/GitBudget.js';
 import type { Logger } from '../log.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
@@ -59,10 +60,6 @@ export interface RepoCacheOptions {
 /** Replaying up to this many entries on top of an existing generation beats downloading a checkpoint. */
 const REPLAY_RATHER_THAN_CHECKPOINT = 200;
 
-export class CacheBusy extends Error {
-  readonly code = 'CacheBusy';
-}
-
 export class RepoCache {
   readonly #root: string;
   readonly #wal: Wal;
@@ -72,8 +69,6 @@ export class RepoCache {
   readonly #downloads: number;
   readonly #buildWaitMs: number;
   readonly #mutex = new KeyedMutex();
-  /** Builds in flight in this process, so concurrent readers here share one. */
-  readonly #building = new Map<string, Promise<void>>();
 
   constructor(options: RepoCacheOptions) {
     this.#root = options.root;
@@ -94,7 +89,7 @@ export class RepoCache {
     const name = generationName(loaded);
     const dir = join(gensDir(incarnation), name);
     for (let attempt = 0; attempt < 3; attempt++) {
-      if (!(await exists(join(dir, 'packed-refs')))) await this.#ensureBuilt(repo, loaded, incarnation, name);
+      if (!(await exists(join(dir, 'packed-refs')))) await this.#build(repo, loaded, incarnation, name);
       const lease = await takeLease(this.#leases, repo, name);
       // Eviction renames a generation away only when it sees no lease: check again under ours.
       if (await exists(join(dir, 'packed-refs'))) {
@@ -103,13 +98,13 @@ export class RepoCache {
       }
       await lease.release();
     }
-    throw new CacheBusy(`narwal: the cache of ${repo} is being rebuilt; retry in a moment`);
+    throw new Busy(`narwal: the cache of ${repo} is being rebuilt; retry in a moment`);
   }
 
   /** Builds the generation for `loaded` now, in the background; a hint that saves the next reader the work. */
   prewarm(repo: string, loaded: LoadedIndex): Promise<void> {
     const incarnation = incarnationDir(this.#root, repo, loaded.index.created);
-    return this.#ensureBuilt(repo, loaded, incarnation, generationName(loaded)).catch((error: unknown) =>
+    return this.#build(repo, loaded, incarnation, generationName(loaded)).catch((error: unknown) =>
       this.#logger.warn('prewarm failed', { repo, error: String(error) }),
     );
   }
@@ -141,16 +136,6 @@ export class RepoCache {
     return dir;
   }
 
-  async #ensureBuilt(repo: string, loaded: LoadedIndex, incarnation: string, name: string): Promise<void> {
-    const key = `${incarnation}/${name}`;
-    let building = this.#building.get(key);
-    if (!building) {
-      building = this.#build(repo, loaded, incarnation, name).finally(() => this.#building.delete(key));
-      this.#building.set(key, building);
-    }
-    await building;
-  }
-
   /**
    * Builders of one repository in this process queue on a mutex (no polling); across processes
    * the writer lock decides, and the others poll for the generation or for the lock to lapse.
@@ -166,7 +151,7 @@ export class RepoCache {
         if (lock === null) {
           // Someone else is building (maybe this very generation): wait for it or for its lock to lapse.
           if (Date.now() > deadline)
-            throw new CacheBusy(`narwal: the cache of ${repo} is busy; retry in a moment`);
+            throw new Busy(`narwal: the cache of ${repo} is busy; retry in a moment`);
           await waitForWriter(this.#leases, repo, built, Math.max(0, deadline - Date.now()));
           continue;
         }

@@ -3,6 +3,7 @@
  * plain 500 with the request id (the log has the rest), never a stack or an SDK error.
  */
 import { Busy } from '../git/GitBudget.js';
+import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
 import { RepoNotFound } from '../wal/Publisher.js';
@@ -30,7 +31,10 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
       'retry-after': '1',
     });
   }
-  if (error instanceof StoreError && error.code === 'StoreUnavailable') {
+  if (
+    (error instanceof StoreError && error.code === 'StoreUnavailable') ||
+    error instanceof PresenceUnavailable
+  ) {
     logger.error('store unavailable', { requestId, error: describe(error) });
     return text(503, `narwal: storage temporarily unavailable; retry in a moment (request ${requestId})`, {
       'retry-after': '1',

@@ -83,10 +83,6 @@ export class Wal {
     }
   }
 
-  forget(repo: string): void {
-    this.#known.delete(repo);
-  }
-
   /**
    * Creates an empty repository; throws RepoExists when the index is already there. A create that
    * collides (409) or whose outcome is unknown (5xx) is settled by reading the index back.

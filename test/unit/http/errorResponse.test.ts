@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { Busy } from '../../../lib/git/GitBudget.js';
+import { errorResponse } from '../../../lib/http/errorResponse.js';
+import { unauthorized } from '../../../lib/http/HttpError.js';
+import { silentLogger } from '../../../lib/log.js';
+import { PresenceUnavailable } from '../../../lib/presence/PresenceStore.js';
+import { ConditionalConflict, StoreUnavailable } from '../../../lib/store/errors.js';
+
+const answer = (error: unknown) => {
+  const response = errorResponse(error, 'req-1', silentLogger);
+  return { status: response.status, headers: response.headers, text: String(response.body) };
+};
+
+describe('errorResponse', () => {
+  it.each([
+    ['a busy node', new Busy('narwal: server busy; retry in a moment')],
+    ['the store being unavailable', new StoreUnavailable('k', 'down')],
+    ['a store race left unabsorbed', new ConditionalConflict('k')],
+    ['presence records being unavailable', new PresenceUnavailable('throttled')],
+  ])('answers %s with a retryable 503 and a message', (_, error) => {
+    const { status, headers, text } = answer(error);
+    expect(status).toBe(503);
+    expect(headers['retry-after']).toBe('1');
+    expect(text).toMatch(/^narwal: .*retry/);
+  });
+
+  it('keeps the status and headers of errors meant for the client', () => {
+    const { status, headers } = answer(unauthorized('narwal: authentication required'));
+    expect(status).toBe(401);
+    expect(headers['www-authenticate']).toMatch(/^Basic/);
+  });
+
+  it('answers anything else with a plain 500 naming the request, never a stack', () => {
+    const { status, text } = answer(new TypeError('x is undefined'));
+    expect(status).toBe(500);
+    expect(text).toBe('narwal: internal error (request req-1)\n');
+  });
+});
