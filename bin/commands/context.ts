@@ -1,0 +1,28 @@
+/**
+ * What the management commands share: the configured store and the log, without a node's cache or
+ * git, so they behave the same against the embedded store and against S3.
+ */
+import { createStore, loadAdminToken } from '../../lib/app.js';
+import { TokenStore } from '../../lib/auth/TokenStore.js';
+import { loadConfig } from '../../lib/config.js';
+import type { ObjectStore } from '../../lib/store/ObjectStore.js';
+import { Wal } from '../../lib/wal/Wal.js';
+
+export interface CliContext {
+  readonly store: ObjectStore;
+  readonly wal: Wal;
+  readonly tokens: TokenStore;
+}
+
+export async function cliContext(): Promise<CliContext> {
+  const config = loadConfig();
+  const store = await createStore(config);
+  return { store, wal: new Wal(store), tokens: new TokenStore(store, (await loadAdminToken(config)).value) };
+}
+
+/** A command's exit status: 0 success, 1 failure, 2 usage error. */
+export type ExitCode = 0 | 1 | 2;
+
+export class UsageError extends Error {
+  readonly code = 'UsageError';
+}

@@ -1,0 +1,26 @@
+/** `narwal log REPO`: the newest entries, newest first. */
+import { parseArgs } from 'node:util';
+import { parseRepoName } from '../../lib/repoName.js';
+import { cliContext, type ExitCode } from './context.js';
+
+export async function log(args: string[]): Promise<ExitCode> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { limit: { type: 'string' } },
+  });
+  const name = parseRepoName(positionals[0] ?? '');
+  const limit = Number(values.limit ?? 20);
+  const app = await cliContext();
+  const loaded = await app.wal.readIndex(name);
+  if (loaded === null) {
+    console.error(`narwal: repository ${name} not found`);
+    return 1;
+  }
+  const items = await app.wal.itemsAfter(loaded.index, Math.max(0, loaded.index.seq - limit));
+  for (const item of items.reverse()) {
+    console.log(`#${item.seq} ${item.time} ${item.who.token}${item.atomic ? ' (atomic)' : ''}`);
+    for (const u of item.updates) console.log(`    ${u.ref} ${u.old.slice(0, 10)} -> ${u.new.slice(0, 10)}`);
+  }
+  return 0;
+}
