@@ -106,7 +106,7 @@ export async function createApp(
   };
   const afterPublish = (repo: string, loaded: LoadedIndex) => {
     // The next fetch will want the generation of this index: start building it now.
-    track(cache.prewarm(repo, loaded));
+    track(cache.prewarm(cache.target(loaded)));
     track(checkpointer.maybe(repo, loaded));
   };
   const tokens = new TokenStore(store, adminToken.value);

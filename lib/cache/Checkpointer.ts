@@ -14,11 +14,12 @@ import { link, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitRunner } from '../git/GitRunner.js';
 import type { Logger } from '../log.js';
-import { writeRefTable } from '../wal/fold.js';
+import { writeTable } from '../wal/boundIndex.js';
 import { encodeJson, sha256 } from '../wal/indexCodec.js';
 import { checkpointKey, packKey } from '../wal/keys.js';
 import { type Publisher, RepoNotFound } from '../wal/Publisher.js';
 import { putImmutable } from '../wal/putImmutable.js';
+import { mapToRows } from '../wal/refRows.js';
 import type { CheckpointObject, CheckpointPointer, LoadedIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { type LeaseOptions, repoPartition } from './leases.js';
@@ -46,6 +47,16 @@ const CHECKPOINT_LOCK = 'checkpoint';
 const FIRST_CHECKPOINT_BYTES = 1024 * 1024;
 /** A checkpoint of a large repository takes a while; its lock lives this long without renewal. */
 const LOCK_TTL_MS = 10 * 60_000;
+
+/** Links every pack whose .idx exists (a pack still downloading has none yet). */
+async function linkCompletePacks(from: string, to: string): Promise<void> {
+  const names = await readdir(from);
+  for (const name of names.filter((n) => n.endsWith('.idx'))) {
+    const base = name.slice(0, -'.idx'.length);
+    await link(join(from, `${base}.pack`), join(to, `${base}.pack`));
+    await link(join(from, name), join(to, name));
+  }
+}
 
 export class Checkpointer {
   readonly #deps: CheckpointerDeps;
@@ -80,6 +91,15 @@ export class Checkpointer {
     }
   }
 
+  /** Whether any entry other than a checkpoint follows the newest checkpoint. */
+  async #changedSince(loaded: LoadedIndex): Promise<boolean> {
+    const { index } = loaded;
+    const since = index.checkpoint?.seq ?? 0;
+    if (index.seq === since) return false;
+    const items = await this.#deps.wal.itemsAfter(index, since);
+    return items.some((item) => item.kind !== 'checkpoint');
+  }
+
   async #due(loaded: LoadedIndex): Promise<boolean> {
     const { index } = loaded;
     const since = index.checkpoint?.seq ?? 0;
@@ -97,7 +117,7 @@ export class Checkpointer {
     const { wal, leases, logger } = this.#deps;
     const loaded = await wal.readIndexFully(repo);
     if (loaded === null) throw new RepoNotFound(repo);
-    if (loaded.index.seq === 0 || (loaded.index.checkpoint?.seq ?? -1) >= loaded.index.seq) return null;
+    if (!(await this.#changedSince(loaded))) return null;
     const key = repoPartition(repo);
     const owner = `${leases.owner}-${randomUUID().slice(0, 8)}`;
     if (
@@ -128,24 +148,27 @@ export class Checkpointer {
   async #build(repo: string, loaded: LoadedIndex): Promise<CheckpointPointer> {
     const { wal, cache, git, publisher } = this.#deps;
     const { index } = loaded;
-    const generation = await cache.read(repo, loaded);
+    const generation = await cache.read(cache.target(loaded));
     const dir = join(this.#deps.scratchRoot, `checkpoint-${randomUUID()}.git`);
+    const packDir = join(dir, 'objects', 'pack');
     try {
-      await mkdir(join(dir, 'objects', 'info'), { recursive: true });
-      await mkdir(join(dir, 'objects', 'pack'));
+      await mkdir(packDir, { recursive: true });
       await mkdir(join(dir, 'refs'));
-      await writeFile(join(dir, 'objects', 'info', 'alternates'), `${generation.objects}\n`);
       await writeFile(join(dir, 'config'), '[core]\n\trepositoryformatversion = 0\n\tbare = true\n');
       await writeFile(join(dir, 'HEAD'), `ref: ${index.head}\n`);
       await link(join(generation.dir, 'packed-refs'), join(dir, 'packed-refs'));
-      // -a without -l packs the borrowed objects too, so the pack is complete and can carry a bitmap.
+      // The cache's packs become this repository's own (hard links), so that --keep-unreachable
+      // keeps every object ever published, not only what today's refs reach: a cold cache built
+      // from this checkpoint must still hold the parents a racing push relied on, and a clone of
+      // any past entry needs objects that later entries made unreachable.
+      await linkCompletePacks(join(generation.objects, 'pack'), packDir);
       await git.check(
-        ['-c', 'gc.auto=0', '-c', 'pack.writeBitmapHashCache=true', 'repack', '-a', '-d', '-b', '-q'],
-        {
-          cwd: dir,
-        },
+        [
+          ...['-c', 'gc.auto=0', '-c', 'pack.writeBitmapHashCache=true'],
+          ...['repack', '-a', '-d', '-b', '-q', '--keep-unreachable'],
+        ],
+        { cwd: dir },
       );
-      const packDir = join(dir, 'objects', 'pack');
       const names = (await readdir(packDir)).filter((n) => n.endsWith('.pack')).map((n) => n.slice(0, -5));
       let bytes = 0;
       await Promise.all(
@@ -162,24 +185,32 @@ export class Checkpointer {
           }),
         ),
       );
+      const bottom = index.tables[0];
       const table =
-        index.table?.seq === index.seq
-          ? index.table.key
-          : await writeRefTable(wal, wal.store, repo, index.seq, await wal.allRefs(index));
+        index.tables.length === 1 && index.recent.length === 0 && bottom?.seq === index.seq
+          ? bottom
+          : await writeTable(wal, wal.store, repo, index.seq, mapToRows(await wal.allRefs(index)));
       const object: CheckpointObject = {
         v: 1,
         seq: index.seq,
-        key: '',
-        table,
+        table: table.key,
+        count: table.count,
         packs: names,
         bytes,
         time: new Date().toISOString(),
         head: index.head,
       };
-      const body = encodeJson({ ...object, key: undefined });
+      const body = encodeJson(object);
       const key = checkpointKey(repo, sha256(body));
       await putImmutable(wal.store, key, body);
-      const pointer: CheckpointPointer = { seq: index.seq, key, table, packs: names, bytes };
+      const pointer: CheckpointPointer = {
+        seq: index.seq,
+        key,
+        table: table.key,
+        count: table.count,
+        packs: names,
+        bytes,
+      };
       await cache.adoptPacks(
         repo,
         index.created,
@@ -196,9 +227,8 @@ export class Checkpointer {
         atomic: false,
         who: { token: 'narwal' },
         packs: [],
-        // A newer checkpoint that landed meanwhile wins; the log after it is unchanged either way.
-        amend: (current) =>
-          (current.checkpoint?.seq ?? -1) >= pointer.seq ? current : { ...current, checkpoint: pointer },
+        // A checkpoint entry; a newer checkpoint that landed meanwhile wins and this one is dropped.
+        checkpoint: pointer,
       });
       return pointer;
     } finally {

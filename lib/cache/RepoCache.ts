@@ -1,28 +1,26 @@
 /**
  * The shared cache of bare repositories: only a cache, shared by every node and invocation.
  *
- * A repository's cache is a sequence of immutable generations, each a bare repository built for
- * exactly one index etag over one add-only object store (DESIGN.md invariant 5). A reader leases
- * the generation of the etag it just read and runs upload-pack there without any lock, so readers
- * of one repository never wait for each other. Building a missing generation takes the writer
- * lock, so two invocations do not download the same packs; everyone else waits for the
- * generation to appear (or for the lock to lapse, if its holder died). Packs are only ever added,
- * and a generation costs O(refs): its packed-refs, HEAD and an alternates file.
+ * A repository's cache is a sequence of immutable generations, each a bare repository for exactly
+ * one index etag over one add-only object store (DESIGN.md invariant 5). A generation comes into
+ * being in two steps:
+ *
+ * - *Refs*: its packed-refs, written from the index alone (O(refs), no pack downloaded). Its
+ *   packed-refs is `fully-peeled`, so git advertises refs (info/refs, ls-refs, receive-pack's
+ *   advertisement) without reading a single object: a cold `ls-remote` costs no download.
+ * - *Complete*: every pack its refs need is in the object store (the newest checkpoint's, then
+ *   each entry's after it), marked by a file. upload-pack and receive-pack need this; while it is
+ *   built, the request that waits for it can report progress on git's sideband.
+ *
+ * A reader leases the generation of the etag it just read and runs git there without any lock,
+ * so readers of one repository never wait for each other. Completing a generation takes the
+ * writer lock, so two invocations do not download the same packs; everyone else waits for the
+ * generation to complete (or for the lock to lapse, if its holder died). Packs are only ever
+ * added, and a generation costs O(refs): its packed-refs, HEAD and an alternates file.
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import {
-  access,
-  link,
-  mkdir,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  stat,
-  utimes,
-  writeFile,
-} from 'node:fs/promises';
+import { access, link, mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Busy } from '../git/GitBudget.js';
@@ -31,13 +29,13 @@ import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { packKey } from '../wal/keys.js';
-import type { LoadedIndex } from '../wal/types.js';
-import { applyUpdates, type Wal } from '../wal/Wal.js';
+import type { CheckpointPointer, LoadedIndex, LogItem, RefValue } from '../wal/types.js';
+import type { Wal } from '../wal/Wal.js';
 import { LAST_USED } from './evict.js';
 import { KeyedMutex } from './KeyedMutex.js';
 import { generationName, generationSeq, gensDir, incarnationDir, objectsDir } from './layout.js';
 import { type Held, type LeaseOptions, takeLease, tryWriterLock, waitForWriter } from './leases.js';
-import { parsePackedRefs, writePackedRefs } from './packedRefs.js';
+import { writePackedRefs } from './packedRefs.js';
 
 /** A generation a reader may use until it releases it. */
 export interface Generation extends Held {
@@ -45,6 +43,27 @@ export interface Generation extends Held {
   readonly name: string;
   /** The add-only object store the generation borrows from. */
   readonly objects: string;
+}
+
+/** Receives one-line progress reports while a generation is completed (for git's sideband). */
+export type Progress = (message: string, final?: boolean) => void;
+
+/**
+ * A repository state a generation is built for: the current index, or (for clones of a past
+ * entry) the state after an earlier entry.
+ */
+export interface CacheTarget {
+  readonly repo: string;
+  readonly created: string;
+  readonly seq: number;
+  readonly head: string;
+  /** Generation name: sortable by seq, unique per state. */
+  readonly name: string;
+  /** The newest checkpoint taken at or before `seq`. */
+  readonly checkpoint: CheckpointPointer | null;
+  refs(): Promise<ReadonlyMap<string, RefValue>>;
+  /** Log items with seq in (afterSeq, seq]. */
+  itemsAfter(afterSeq: number): Promise<LogItem[]>;
 }
 
 export interface RepoCacheOptions {
@@ -57,8 +76,10 @@ export interface RepoCacheOptions {
   readonly buildWaitMs?: number;
 }
 
-/** Replaying up to this many entries on top of an existing generation beats downloading a checkpoint. */
+/** Replaying up to this many entries on top of a complete generation beats downloading a checkpoint. */
 const REPLAY_RATHER_THAN_CHECKPOINT = 200;
+/** Marks a generation whose object store holds everything its refs reach. */
+export const COMPLETE = 'narwal-complete';
 
 export class RepoCache {
   readonly #root: string;
@@ -80,32 +101,43 @@ export class RepoCache {
     this.#buildWaitMs = options.buildWaitMs ?? 120_000;
   }
 
-  /**
-   * A leased generation for exactly `loaded` (built first if needed). The caller releases it when
-   * its git process is done.
-   */
-  async read(repo: string, loaded: LoadedIndex): Promise<Generation> {
-    const incarnation = incarnationDir(this.#root, repo, loaded.index.created);
-    const name = generationName(loaded);
-    const dir = join(gensDir(incarnation), name);
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if (!(await exists(join(dir, 'packed-refs')))) await this.#build(repo, loaded, incarnation, name);
-      const lease = await takeLease(this.#leases, repo, name);
-      // Eviction renames a generation away only when it sees no lease: check again under ours.
-      if (await exists(join(dir, 'packed-refs'))) {
-        await stampUse(dir, this.#leases.now());
-        return { dir, name, objects: objectsDir(incarnation), ...lease };
-      }
-      await lease.release();
-    }
-    throw new Busy(`narwal: the cache of ${repo} is being rebuilt; retry in a moment`);
+  /** The state of the current index `loaded`. */
+  target(loaded: LoadedIndex): CacheTarget {
+    const { index } = loaded;
+    return {
+      repo: index.repo,
+      created: index.created,
+      seq: index.seq,
+      head: index.head,
+      name: generationName(loaded),
+      checkpoint: index.checkpoint,
+      refs: () => this.#wal.allRefs(index),
+      itemsAfter: (afterSeq) => this.#wal.itemsAfter(index, afterSeq),
+    };
   }
 
-  /** Builds the generation for `loaded` now, in the background; a hint that saves the next reader the work. */
-  prewarm(repo: string, loaded: LoadedIndex): Promise<void> {
-    const incarnation = incarnationDir(this.#root, repo, loaded.index.created);
-    return this.#build(repo, loaded, incarnation, generationName(loaded)).catch((error: unknown) =>
-      this.#logger.warn('prewarm failed', { repo, error: String(error) }),
+  /**
+   * A leased generation whose refs are those of `target`, for advertising refs; its objects may
+   * still be missing. The caller releases it when its git process is done.
+   */
+  async advertise(target: CacheTarget): Promise<Generation> {
+    return this.#lease(target, () => this.#ensureRefs(target));
+  }
+
+  /** A leased, complete generation for `target` (completed first if needed, reporting progress). */
+  async read(target: CacheTarget, progress?: Progress): Promise<Generation> {
+    return this.#lease(target, () => this.#complete(target, progress));
+  }
+
+  /** Whether the generation of `target` is complete already (a reader will not wait for it). */
+  async isComplete(target: CacheTarget): Promise<boolean> {
+    return exists(join(this.#dir(target), COMPLETE));
+  }
+
+  /** Completes the generation of `target` now, in the background; a hint that saves the next reader the work. */
+  prewarm(target: CacheTarget): Promise<void> {
+    return this.#complete(target).catch((error: unknown) =>
+      this.#logger.warn('prewarm failed', { repo: target.repo, error: String(error) }),
     );
   }
 
@@ -131,38 +163,86 @@ export class RepoCache {
     if (!(await exists(join(dir, 'packed-refs')))) {
       const objects = join(this.#root, 'empty-objects');
       await mkdir(join(objects, 'pack'), { recursive: true });
-      await writeGeneration(dir, objects, new Map(), 'refs/heads/main');
+      const temp = `${dir}.${randomBytes(6).toString('hex')}`;
+      await writeGeneration(temp, objects, new Map(), 'refs/heads/main');
+      await rename(temp, dir).catch(() => rm(temp, { recursive: true, force: true }));
     }
     return dir;
+  }
+
+  #dir(target: CacheTarget): string {
+    return join(gensDir(incarnationDir(this.#root, target.repo, target.created)), target.name);
+  }
+
+  async #lease(target: CacheTarget, ready: () => Promise<void>): Promise<Generation> {
+    const incarnation = incarnationDir(this.#root, target.repo, target.created);
+    const dir = this.#dir(target);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await ready();
+      const lease = await takeLease(this.#leases, target.repo, target.name);
+      // Eviction renames a generation away only when it sees no lease: check again under ours.
+      if (await exists(join(dir, 'packed-refs'))) {
+        await stampUse(dir, this.#leases.now());
+        return { dir, name: target.name, objects: objectsDir(incarnation), ...lease };
+      }
+      await lease.release();
+    }
+    throw new Busy(`narwal: the cache of ${target.repo} is being rebuilt; retry in a moment`);
+  }
+
+  /** Writes the generation's refs if nobody has: no lock, since every writer writes the same. */
+  async #ensureRefs(target: CacheTarget): Promise<void> {
+    const dir = this.#dir(target);
+    if (await exists(join(dir, 'packed-refs'))) return;
+    const incarnation = incarnationDir(this.#root, target.repo, target.created);
+    const objects = objectsDir(incarnation);
+    await mkdir(join(objects, 'pack'), { recursive: true });
+    await mkdir(gensDir(incarnation), { recursive: true });
+    const temp = join(gensDir(incarnation), `.build-${randomBytes(6).toString('hex')}`);
+    try {
+      await writeGeneration(temp, objects, await target.refs(), target.head);
+      await writeFile(
+        join(temp, 'narwal-generation.json'),
+        JSON.stringify({ seq: target.seq, created: target.created, name: target.name }),
+      );
+      await rename(temp, dir);
+    } catch (error) {
+      if (!(await exists(join(dir, 'packed-refs')))) throw error;
+    } finally {
+      await rm(temp, { recursive: true, force: true });
+    }
   }
 
   /**
    * Builders of one repository in this process queue on a mutex (no polling); across processes
    * the writer lock decides, and the others poll for the generation or for the lock to lapse.
    */
-  async #build(repo: string, loaded: LoadedIndex, incarnation: string, name: string): Promise<void> {
-    const dir = join(gensDir(incarnation), name);
-    const built = () => exists(join(dir, 'packed-refs'));
+  async #complete(target: CacheTarget, progress?: Progress): Promise<void> {
+    const done = () => exists(join(this.#dir(target), COMPLETE));
+    if (await done()) return;
     const deadline = Date.now() + this.#buildWaitMs;
     let failures = 0;
-    await this.#mutex.run(repo, async () => {
-      while (!(await built())) {
-        const lock = await tryWriterLock(this.#leases, repo, `build ${name}`);
+    let waiting = false;
+    await this.#mutex.run(target.repo, async () => {
+      while (!(await done())) {
+        const lock = await tryWriterLock(this.#leases, target.repo, `build ${target.name}`);
         if (lock === null) {
           // Someone else is building (maybe this very generation): wait for it or for its lock to lapse.
           if (Date.now() > deadline)
-            throw new Busy(`narwal: the cache of ${repo} is busy; retry in a moment`);
-          await waitForWriter(this.#leases, repo, built, Math.max(0, deadline - Date.now()));
+            throw new Busy(`narwal: the cache of ${target.repo} is busy; retry in a moment`);
+          if (!waiting) progress?.('narwal: waiting for another request to prepare the repository', true);
+          waiting = true;
+          await waitForWriter(this.#leases, target.repo, done, Math.max(0, deadline - Date.now()));
           continue;
         }
         try {
-          if (!(await built())) await this.#buildLocked(loaded, incarnation, name);
+          if (!(await done())) await this.#completeLocked(target, progress);
         } catch (error) {
           // The cache directory may be deleted at any moment (eviction, an operator): start over.
           if (++failures >= 3) throw error;
           this.#logger.warn('generation build failed, retrying', {
-            repo,
-            generation: name,
+            repo: target.repo,
+            generation: target.name,
             error: String(error),
           });
         } finally {
@@ -172,70 +252,86 @@ export class RepoCache {
     });
   }
 
-  async #buildLocked(loaded: LoadedIndex, incarnation: string, name: string): Promise<void> {
+  async #completeLocked(target: CacheTarget, progress?: Progress): Promise<void> {
     const started = performance.now();
+    const incarnation = incarnationDir(this.#root, target.repo, target.created);
     const objects = objectsDir(incarnation);
     const gens = gensDir(incarnation);
     await mkdir(join(objects, 'pack'), { recursive: true });
     await mkdir(gens, { recursive: true });
-    let base = await newestGeneration(gens, loaded.index.seq);
-    // A base evicted under us is no error: replay from the checkpoint or the start instead.
-    let refs = base ? await readPackedRefs(join(gens, base.name)).catch(() => null) : null;
-    if (refs === null) base = null;
+    // A complete generation at or before the target means its packs are in the object store.
+    const base = await newestComplete(gens, target.seq);
     let from = base?.seq ?? 0;
     let source = base?.name ?? 'empty';
-    const checkpoint = loaded.index.checkpoint;
+    const checkpoint = target.checkpoint;
     if (checkpoint && (base === null || base.seq + REPLAY_RATHER_THAN_CHECKPOINT < checkpoint.seq)) {
       // Cold, or far behind: one consolidated pack instead of every entry's.
-      await this.#downloadPacks(loaded.index.repo, objects, checkpoint.packs, true);
-      refs = new Map(await this.#wal.refTableMap(checkpoint.table));
+      progress?.(
+        `narwal: downloading the checkpoint of entry ${checkpoint.seq} (${formatBytes(checkpoint.bytes)})`,
+        true,
+      );
+      await mapLimit(checkpoint.packs, this.#downloads, (name) =>
+        this.#downloadPack(target.repo, objects, name, true),
+      );
       from = checkpoint.seq;
       source = `checkpoint at ${checkpoint.seq}`;
     }
-    const startRefs = refs ?? new Map<string, string>();
-    const items = await this.#wal.itemsAfter(loaded.index, from);
-    await this.#downloadPacks(
-      loaded.index.repo,
-      objects,
-      [...new Set(items.flatMap((item) => item.packs))],
-      false,
-    );
-    for (const item of items) applyUpdates(startRefs, item);
-    const temp = join(gens, `.build-${randomBytes(6).toString('hex')}`);
-    await writeGeneration(temp, objects, startRefs, loaded.index.head);
-    await writeFile(
-      join(temp, 'narwal-generation.json'),
-      JSON.stringify({ etag: loaded.etag, seq: loaded.index.seq, created: loaded.index.created }),
-    );
-    try {
-      await rename(temp, join(gens, name));
-    } catch (error) {
-      await rm(temp, { recursive: true, force: true });
-      if (!(await exists(join(gens, name, 'packed-refs')))) throw error;
-    }
+    const [items] = await Promise.all([target.itemsAfter(from), this.#ensureRefs(target)]);
+    await this.#replay(target.repo, objects, items, progress);
+    await writeFile(join(this.#dir(target), COMPLETE), '');
+    const ms = Math.round(performance.now() - started);
+    if (items.length > 0 || checkpoint?.seq === from)
+      progress?.(`narwal: repository ready in ${ms} ms`, true);
     this.#logger.info('generation built', {
-      repo: loaded.index.repo,
-      generation: name,
+      repo: target.repo,
+      generation: target.name,
       from: source,
       entries: items.length,
-      ms: Math.round(performance.now() - started),
+      ms,
     });
   }
 
-  async #downloadPacks(
+  /** Downloads the packs of `items`, bounded, reporting entries as their packs arrive. */
+  async #replay(
     repo: string,
     objects: string,
-    names: readonly string[],
-    bitmaps: boolean,
+    items: readonly LogItem[],
+    progress?: Progress,
   ): Promise<void> {
-    await mapLimit(names, this.#downloads, async (name) => {
-      const base = join(objects, 'pack', name);
-      if (await exists(`${base}.idx`)) return;
-      await this.#download(packKey(repo, name, 'pack'), `${base}.pack`);
-      if (bitmaps) await this.#download(packKey(repo, name, 'bitmap'), `${base}.bitmap`).catch(() => {});
-      // The .idx last: git notices a pack by its .idx.
-      await this.#download(packKey(repo, name, 'idx'), `${base}.idx`);
+    const downloads = new Map<string, Promise<void>>();
+    const fetchPack = (name: string) => {
+      let pending = downloads.get(name);
+      if (!pending) {
+        pending = this.#downloadPack(repo, objects, name, false);
+        downloads.set(name, pending);
+      }
+      return pending;
+    };
+    let done = 0;
+    let reported = 0;
+    const report = (final: boolean) => {
+      const now = Date.now();
+      if (!final && now - reported < 250) return;
+      reported = now;
+      progress?.(`narwal: replaying ${done}/${items.length} entries${final ? ', done.' : ''}`, final);
+    };
+    const withPacks = items.filter((item) => item.packs.length > 0);
+    if (withPacks.length > 0) report(false);
+    await mapLimit(items, this.#downloads, async (item) => {
+      for (const name of item.packs) await fetchPack(name);
+      done++;
+      report(false);
     });
+    if (withPacks.length > 0) report(true);
+  }
+
+  async #downloadPack(repo: string, objects: string, name: string, bitmap: boolean): Promise<void> {
+    const base = join(objects, 'pack', name);
+    if (await exists(`${base}.idx`)) return;
+    await this.#download(packKey(repo, name, 'pack'), `${base}.pack`);
+    if (bitmap) await this.#download(packKey(repo, name, 'bitmap'), `${base}.bitmap`).catch(() => {});
+    // The .idx last: git notices a pack by its .idx.
+    await this.#download(packKey(repo, name, 'idx'), `${base}.idx`);
   }
 
   async #download(key: string, path: string): Promise<void> {
@@ -256,7 +352,7 @@ export class RepoCache {
 async function writeGeneration(
   dir: string,
   objects: string,
-  refs: ReadonlyMap<string, string>,
+  refs: ReadonlyMap<string, RefValue>,
   head: string,
 ): Promise<void> {
   await mkdir(join(dir, 'objects', 'info'), { recursive: true });
@@ -272,18 +368,18 @@ async function writeGeneration(
   await writeFile(join(dir, 'packed-refs'), writePackedRefs(refs));
 }
 
-async function newestGeneration(gens: string, atMost: number): Promise<{ name: string; seq: number } | null> {
-  let best: { name: string; seq: number } | null = null;
-  for (const name of await readdir(gens).catch(() => [] as string[])) {
-    const seq = generationSeq(name);
-    if (seq === undefined || seq > atMost || (best && best.seq >= seq)) continue;
-    if (await exists(join(gens, name, 'packed-refs'))) best = { name, seq };
-  }
-  return best;
+async function newestComplete(gens: string, atMost: number): Promise<{ name: string; seq: number } | null> {
+  const names = (await readdir(gens).catch(() => [] as string[]))
+    .map((name) => ({ name, seq: generationSeq(name) }))
+    .filter((g): g is { name: string; seq: number } => g.seq !== undefined && g.seq <= atMost)
+    .sort((a, b) => b.seq - a.seq);
+  for (const g of names) if (await exists(join(gens, g.name, COMPLETE))) return g;
+  return null;
 }
 
-async function readPackedRefs(dir: string): Promise<Map<string, string>> {
-  return parsePackedRefs(await readFile(join(dir, 'packed-refs'), 'utf8'));
+function formatBytes(bytes: number): string {
+  if (bytes < 1024 * 1024) return `${Math.ceil(bytes / 1024)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /** Marks a generation as used, at most about once a minute (a write per request would be waste). */

@@ -35,6 +35,6 @@ export function generationSeq(name: string): number | undefined {
   return match?.[1] === undefined ? undefined : Number(match[1]);
 }
 
-function shortHash(text: string): string {
+export function shortHash(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }

@@ -1,26 +1,22 @@
 /**
- * The cache keeps every ref in one `packed-refs` file replaced by rename(2), so a reader (an
- * upload-pack process) sees the whole ref set of one log position or of the next, never a mix.
- * Format: gitrepository-layout(5) and refs/packed-backend.c; the `sorted` trait lets git
- * binary-search the file instead of sorting it.
+ * The cache keeps every ref in one `packed-refs` file, written once per generation. Format:
+ * gitrepository-layout(5) and refs/packed-backend.c. The `sorted` trait lets git binary-search
+ * the file; `fully-peeled` tells git that every annotated tag's peeled value follows it on a `^`
+ * line and that a ref without one is not a tag, so git advertises refs (with their peeled values)
+ * without reading objects - a generation's refs are usable before its packs are downloaded.
  */
-export function writePackedRefs(refs: ReadonlyMap<string, string>): string {
-  const names = [...refs.keys()].sort(byBytes);
-  let out = '# pack-refs with: sorted \n';
-  for (const name of names) out += `${refs.get(name)} ${name}\n`;
-  return out;
-}
+import { compareNames } from '../wal/refRows.js';
+import type { RefValue } from '../wal/types.js';
 
-export function parsePackedRefs(text: string): Map<string, string> {
-  const refs = new Map<string, string>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
-    const space = line.indexOf(' ');
-    if (space > 0) refs.set(line.slice(space + 1), line.slice(0, space));
+export const PACKED_REFS_HEADER = '# pack-refs with: peeled fully-peeled sorted \n';
+
+export function writePackedRefs(refs: ReadonlyMap<string, RefValue>): string {
+  const names = [...refs.keys()].sort(compareNames);
+  const lines = [PACKED_REFS_HEADER];
+  for (const name of names) {
+    const value = refs.get(name) as RefValue;
+    lines.push(`${value.oid} ${name}\n`);
+    if (value.peeled) lines.push(`^${value.peeled}\n`);
   }
-  return refs;
-}
-
-function byBytes(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  return lines.join('');
 }

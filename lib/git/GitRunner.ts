@@ -11,6 +11,11 @@ export interface GitSpawnOptions {
   readonly cwd?: string;
   readonly env?: Readonly<Record<string, string>>;
   readonly stdio?: StdioOptions;
+  /**
+   * The command is a step of an operation that already holds a budget slot (a push's receive-pack
+   * asking git about what it received): it must not be refused, or queue behind its own parent.
+   */
+  readonly withinSlot?: boolean;
 }
 
 export interface GitResult {
@@ -50,7 +55,7 @@ export class GitRunner {
 
   /** Spawns git once a budget slot is free; the slot is released when the child exits. */
   async spawn(args: readonly string[], options: GitSpawnOptions = {}): Promise<ChildProcess> {
-    const release = await this.#budget.acquire();
+    const release = options.withinSlot ? () => {} : await this.#budget.acquire();
     try {
       const child = spawn(this.#binary, ['-c', 'safe.directory=*', ...args], {
         cwd: options.cwd,

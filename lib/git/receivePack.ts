@@ -10,7 +10,8 @@
  * and group commit of this node, and no extra runtime starts per push.
  */
 import type { Duplex, Readable } from 'node:stream';
-import type { RepoCache } from '../cache/RepoCache.js';
+import type { Generation, RepoCache } from '../cache/RepoCache.js';
+import { HttpError } from '../http/HttpError.js';
 import type { Logger } from '../log.js';
 import {
   type ProcReceiveCommand,
@@ -25,8 +26,11 @@ import { OutcomeUnknown, type Publisher, RepoNotFound } from '../wal/Publisher.j
 import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import { type ChildExit, childExit, firstOutput } from './childOutput.js';
+import { Busy } from './GitBudget.js';
 import type { GitRunner } from './GitRunner.js';
 import { createScratchRepo, type ReceivedPack } from './scratchRepo.js';
+import { SidebandProgress } from './sidebandProgress.js';
+import { spoolBody } from './spoolBody.js';
 
 export interface ReceivePackDeps {
   readonly git: GitRunner;
@@ -62,19 +66,81 @@ export function receivePackConfig(hooksDir: string): string[] {
   ];
 }
 
+export interface ReceivePackRequest {
+  readonly repo: string;
+  readonly loaded: LoadedIndex;
+  readonly body: Readable;
+  readonly who: Identity;
+}
+
+/**
+ * Runs a push. When the repository's cache must be prepared first (a cold cache), the body is
+ * spooled to disk meanwhile - so git finishes sending and reads the answer - and, when the client
+ * takes sideband messages, the answer starts at once with the preparation's progress.
+ */
 export async function runReceivePack(
   deps: ReceivePackDeps,
-  request: { repo: string; loaded: LoadedIndex; body: Readable; who: Identity },
+  request: ReceivePackRequest,
 ): Promise<ReceivePackOutcome> {
-  const { repo } = request;
   // The generation of the index the client's advertisement came from (or a newer one): its
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
-  const generation = await deps.cache.read(repo, request.loaded);
+  const target = deps.cache.target(request.loaded);
+  if (await deps.cache.isComplete(target)) {
+    return receiveInto(deps, request, await deps.cache.read(target));
+  }
+  const spool = await spoolBody(request.body, deps.scratchRoot, {
+    maxHeadBytes: deps.maxHeadBytes,
+    maxCommands: deps.maxCommands,
+  });
+  try {
+    const head = await spool.head;
+    const sideband = head.capabilities.includes('side-band-64k') && !head.capabilities.includes('quiet');
+    if (!sideband || head.commands.length === 0) {
+      const generation = await deps.cache.read(target);
+      await spool.done;
+      return await receiveInto(deps, { ...request, body: spool.open() }, generation, spool.remove);
+    }
+    const progress = new SidebandProgress(Buffer.alloc(0));
+    void (async () => {
+      const generation = await deps.cache.read(target, (message, final) => progress.progress(message, final));
+      await spool.done;
+      const outcome = await receiveInto(deps, { ...request, body: spool.open() }, generation, spool.remove);
+      if (outcome.kind === 'stream') await progress.relay(outcome.body);
+      else
+        progress.fail(
+          outcome.inputError?.message ?? `narwal: ${lastLine(outcome.exit.stderr) ?? 'push refused'}`,
+        );
+    })().catch((error: unknown) => {
+      void spool.remove();
+      deps.logger.warn('push failed while preparing the repository', {
+        repo: request.repo,
+        error: String(error),
+      });
+      progress.fail(
+        error instanceof Busy || error instanceof HttpError
+          ? error.message
+          : 'narwal: the repository could not be prepared, the push was not recorded; retry the push',
+      );
+    });
+    return { kind: 'stream', body: progress.body };
+  } catch (error) {
+    await spool.remove();
+    throw error;
+  }
+}
+
+async function receiveInto(
+  deps: ReceivePackDeps,
+  request: ReceivePackRequest,
+  generation: Generation,
+  cleanup: () => Promise<void> = async () => {},
+): Promise<ReceivePackOutcome> {
+  const { repo } = request;
   let scratch: Awaited<ReturnType<typeof createScratchRepo>>;
   try {
     scratch = await createScratchRepo(deps.scratchRoot, generation);
   } catch (error) {
-    await generation.release();
+    await Promise.all([generation.release(), cleanup()]);
     throw error;
   }
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
@@ -86,11 +152,11 @@ export async function runReceivePack(
       },
     );
   } catch (error) {
-    await Promise.all([scratch.remove(), generation.release()]);
+    await Promise.all([scratch.remove(), generation.release(), cleanup()]);
     throw error;
   }
   const exit = childExit(child);
-  void exit.then(() => Promise.all([scratch.remove(), generation.release()]));
+  void exit.then(() => Promise.all([scratch.remove(), generation.release(), cleanup()]));
 
   const channel = child.stdio[3] as Duplex;
   const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
@@ -102,6 +168,7 @@ export async function runReceivePack(
         atomic: capabilities.includes('atomic'),
         who: request.who,
         scratch,
+        git: deps.git,
       });
     } catch (error) {
       // Nothing was published (or its outcome could not be learned): no ref may report ok.
@@ -145,10 +212,12 @@ async function publishPush(
     commands: ProcReceiveCommand[];
     atomic: boolean;
     who: Identity;
-    scratch: { packs(): Promise<ReceivedPack[]> };
+    scratch: { dir: string; packs(): Promise<ReceivedPack[]> };
+    git: GitRunner;
   },
 ): Promise<ProcReceiveResult[]> {
-  const packs = push.commands.some((c) => !/^0+$/.test(c.newOid)) ? await push.scratch.packs() : [];
+  const live = push.commands.filter((c) => !/^0+$/.test(c.newOid));
+  const packs = live.length > 0 ? await push.scratch.packs() : [];
   // Uploaded while the publisher decides and writes the entry; its CAS waits for them.
   const stored = Promise.all(
     packs.flatMap((p) => [
@@ -157,9 +226,17 @@ async function publishPush(
     ]),
   ).then(() => {});
   stored.catch(() => {});
+  const peeled = await peelAll(
+    push.git,
+    push.scratch.dir,
+    live.map((c) => c.newOid),
+  );
   const result = await deps.publisher.publish({
     repo: push.repo,
-    commands: push.commands.map((c) => ({ ref: c.ref, oldOid: c.oldOid, newOid: c.newOid })),
+    commands: push.commands.map((c) => {
+      const target = peeled.get(c.newOid);
+      return { ref: c.ref, oldOid: c.oldOid, newOid: c.newOid, ...(target ? { peeled: target } : {}) };
+    }),
     atomic: push.atomic,
     who: push.who,
     packs: packs.map((p) => p.name),
@@ -173,6 +250,36 @@ async function publishPush(
   return result.outcomes.map((o) =>
     o.ok ? { ref: o.ref, ok: true } : { ref: o.ref, ok: false, reason: o.reason },
   );
+}
+
+/**
+ * What each annotated tag among `oids` peels to (one `git cat-file` for the whole push; other
+ * objects are absent from the result). The log records it so that a generation's packed-refs
+ * can carry peeled values and git can advertise refs before any pack is downloaded.
+ */
+async function peelAll(git: GitRunner, dir: string, oids: readonly string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(oids)];
+  if (unique.length === 0) return new Map();
+  const output = await git.check(['cat-file', '--batch-check=%(objectname)'], {
+    cwd: dir,
+    withinSlot: true,
+    input: unique.map((oid) => `${oid}^{}\n`).join(''),
+  });
+  const lines = output.toString('utf8').split('\n');
+  const peeled = new Map<string, string>();
+  unique.forEach((oid, i) => {
+    const target = lines[i]?.trim();
+    if (target && /^[0-9a-f]{40,64}$/.test(target) && target !== oid) peeled.set(oid, target);
+  });
+  return peeled;
+}
+
+function lastLine(text: string): string | undefined {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .pop();
 }
 
 function refusalFor(error: unknown): string {

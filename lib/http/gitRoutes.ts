@@ -5,15 +5,19 @@
  */
 
 import type { ChildProcess } from 'node:child_process';
+import { Readable } from 'node:stream';
 import { canCreate, canRead, canWrite, type Principal } from '../auth/Principal.js';
 import type { Generation, RepoCache } from '../cache/RepoCache.js';
 import { childBody, childExit, firstOutput } from '../git/childOutput.js';
+import { Busy } from '../git/GitBudget.js';
 import type { GitRunner } from '../git/GitRunner.js';
 import { type ReceivePackDeps, receivePackConfig, runReceivePack } from '../git/receivePack.js';
+import { SidebandProgress } from '../git/sidebandProgress.js';
 import { gitProtocolEnv, uploadPackConfig, wantsProtocolV2 } from '../git/uploadPack.js';
 import type { Logger } from '../log.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
-import type { LoadedIndex } from '../wal/types.js';
+import { classifyUploadPackRequest, predictedPrefix } from '../protocol/uploadPackRequest.js';
+import type { LoadedIndex, RefValue } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
 import { errorResponse } from './errorResponse.js';
@@ -63,7 +67,9 @@ export async function infoRefs(
     : service === 'git-upload-pack'
       ? await authorizeRead(deps, repo, principal)
       : await authorizePush(deps, repo, principal);
-  const generation = loaded ? await deps.cache.read(repo, loaded) : null;
+  // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
+  // after O(refs) work, and the download waits for the request that needs objects.
+  const generation = loaded ? await deps.cache.advertise(deps.cache.target(loaded)) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
   const config = service === 'git-upload-pack' ? uploadPackConfig() : receivePackConfig(deps.hooksDir);
@@ -99,15 +105,72 @@ export async function uploadPack(
   const loaded = await authorizeRead(deps, repo, principal);
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
   const body = decodedBody(request, deps.maxFetchRequestBytes, 'the fetch request');
-  const generation = await deps.cache.read(repo, loaded);
   const protocol = request.headers['git-protocol'];
+  const target = deps.cache.target(loaded);
+  if (await deps.cache.isComplete(target)) {
+    return startUploadPack(deps, await deps.cache.read(target), body, protocol);
+  }
+  // The repository must be prepared first. The request is small: read it to learn what it needs.
+  const bytes = await readAll(body);
+  const v2 = wantsProtocolV2(protocol);
+  const kind = classifyUploadPackRequest(bytes, v2);
+  if (kind.command === 'ls-refs') {
+    return startUploadPack(deps, await deps.cache.advertise(target), Readable.from([bytes]), protocol);
+  }
+  const refs = kind.wantRefs.length > 0 ? await target.refs() : new Map<string, RefValue>();
+  const prefix = predictedPrefix(kind, v2, (ref) => refs.get(ref === 'HEAD' ? target.head : ref)?.oid);
+  if (prefix === null) {
+    return startUploadPack(deps, await deps.cache.read(target), Readable.from([bytes]), protocol);
+  }
+  // git's answer starts with known bytes and then the sideband: answer at once and report the
+  // preparation as progress, as git reports its own while it counts and compresses objects.
+  const progress = new SidebandProgress(prefix);
+  void (async () => {
+    const generation = await deps.cache.read(target, (message, final) => progress.progress(message, final));
+    if (progress.closed) {
+      await generation.release();
+      return;
+    }
+    const child = await spawnReleasing(
+      deps.git,
+      generation,
+      [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
+      { env: gitProtocolEnv(protocol) },
+    );
+    void childExit(child).then(() => generation.release());
+    progress.body.once('close', () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    });
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(bytes);
+    if (child.stdout) await progress.relay(child.stdout);
+  })().catch((error: unknown) => {
+    deps.logger.warn('fetch failed while preparing the repository', { repo, error: String(error) });
+    progress.fail(
+      error instanceof Busy || error instanceof HttpError
+        ? error.message
+        : `narwal: the repository could not be prepared; retry the fetch (request ${request.requestId})`,
+    );
+  });
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
+    body: progress.body,
+  };
+}
+
+/** Runs upload-pack on a leased generation, streaming its answer; the lease goes when git exits. */
+async function startUploadPack(
+  deps: GitRouteDeps,
+  generation: Generation,
+  body: Readable,
+  protocol: string | undefined,
+): Promise<CoreResponse> {
   const child = await spawnReleasing(
     deps.git,
     generation,
     [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
-    {
-      env: gitProtocolEnv(protocol),
-    },
+    { env: gitProtocolEnv(protocol) },
   );
   const exit = childExit(child);
   void exit.then(() => generation.release());
@@ -136,6 +199,12 @@ export async function uploadPack(
     };
   }
   throw gitRefused('upload-pack', finished.stderr);
+}
+
+async function readAll(body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks);
 }
 
 export async function receivePack(

@@ -1,12 +1,12 @@
 /**
- * Memory cache for immutable, content-addressed log objects (ref tables, segments). Their keys
+ * Memory cache for immutable, content-addressed log objects (ref tables, pages, entries). Their keys
  * never change meaning, so they are read from the store at most once per process while they fit.
  */
 export class ImmutableCache {
   readonly #max: number;
   readonly #items = new Map<string, Promise<unknown>>();
 
-  constructor(maxItems = 256) {
+  constructor(maxItems = 1024) {
     this.#max = maxItems;
   }
 

@@ -14,18 +14,31 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pushRefNameProblem } from '../protocol/refName.js';
 import { isStoreError } from '../store/errors.js';
-import { DEFAULT_FOLD_POLICY, type FoldPolicy, foldTail, needsFold } from './fold.js';
+import { boundIndex, DEFAULT_INDEX_POLICY, type IndexPolicy, withCheckpointTable } from './boundIndex.js';
 import { encodeJson, sha256 } from './indexCodec.js';
 import { entryKey, indexKey } from './keys.js';
 import { putImmutable } from './putImmutable.js';
-import type { EntryObject, Identity, LoadedIndex, LogItem, RefUpdate, RepoIndex } from './types.js';
-import { ZERO_OID } from './types.js';
+import { applyChanges } from './refRows.js';
+import type {
+  CheckpointPointer,
+  EntryObject,
+  Identity,
+  LoadedIndex,
+  LogItem,
+  RefUpdate,
+  RefValue,
+  RepoIndex,
+  RewindInfo,
+} from './types.js';
+import { MAX_ITEM_UPDATES, ZERO_OID } from './types.js';
 import type { Wal } from './Wal.js';
 
 export interface PushCommand {
   readonly ref: string;
   readonly oldOid: string;
   readonly newOid: string;
+  /** When `newOid` is an annotated tag: the object it peels to. */
+  readonly peeled?: string;
 }
 
 export interface PushJob {
@@ -42,11 +55,13 @@ export interface PushJob {
    * names them waits for it (DESIGN.md invariant 1). A push whose upload failed is rejected alone.
    */
   readonly stored?: Promise<void>;
+  /** A rewind is a push made by narwal that restores the refs of an earlier entry. */
+  readonly rewind?: RewindInfo;
   /**
-   * A change to the index that is not a ref update (a checkpoint pointer), applied in the same
-   * CAS as the pushes it is batched with. Must be a pure function of the index it is given.
+   * A checkpoint entry (no commands): published as an entry of its own, and its pointer and
+   * complete table enter the index in the same CAS, unless a newer checkpoint is there already.
    */
-  readonly amend?: (index: RepoIndex) => RepoIndex;
+  readonly checkpoint?: CheckpointPointer;
 }
 
 export type RefOutcome =
@@ -65,7 +80,7 @@ export interface PublisherOptions {
   readonly maxAttempts: number;
   readonly backoffBaseMs: number;
   readonly backoffCapMs: number;
-  readonly fold: FoldPolicy;
+  readonly policy: IndexPolicy;
   readonly now: () => Date;
   readonly random: () => number;
 }
@@ -74,7 +89,7 @@ export const DEFAULT_PUBLISHER_OPTIONS: PublisherOptions = {
   maxAttempts: 16,
   backoffBaseMs: 5,
   backoffCapMs: 400,
-  fold: DEFAULT_FOLD_POLICY,
+  policy: DEFAULT_INDEX_POLICY,
   now: () => new Date(),
   random: Math.random,
 };
@@ -110,6 +125,8 @@ interface Decision {
   readonly pending: Pending;
   readonly outcomes: RefOutcome[];
   readonly updates: RefUpdate[];
+  /** Whether this job writes an entry: it updates refs, or it is a checkpoint still news. */
+  readonly publish: boolean;
 }
 
 export class Publisher {
@@ -169,9 +186,8 @@ export class Publisher {
         loaded = undefined;
         continue;
       }
-      const publishing = decisions.filter((d) => d.updates.length > 0);
-      const amends = batch.flatMap((p) => (p.job.amend ? [p.job.amend] : []));
-      if (publishing.length === 0 && amends.length === 0) {
+      const publishing = decisions.filter((d) => d.publish);
+      if (publishing.length === 0) {
         // No CAS will vouch for these answers, so they must come from a freshly read index.
         if (!fresh) {
           loaded = undefined;
@@ -198,9 +214,13 @@ export class Publisher {
         if (batch.length === 0) return;
         continue;
       }
-      let next = appendItems(loaded.index, items, head);
-      for (const amend of amends) next = amend(next);
-      if (needsFold(next, this.#options.fold)) next = await foldTail(this.#wal, this.#wal.store, next);
+      const next = await boundIndex(
+        this.#wal,
+        this.#wal.store,
+        loaded.index,
+        appendItems(loaded.index, publishing, items, head),
+        this.#options.policy,
+      );
       attempt++;
       try {
         const { etag } = await this.#wal.store.put(indexKey(repo), encodeJson(next), {
@@ -260,17 +280,24 @@ export class Publisher {
         else if (current !== c.oldOid) outcomes.push({ ref: c.ref, ok: false, reason: 'fetch first' });
         else {
           outcomes.push({ ref: c.ref, ok: true, noop: false });
-          updates.push({ ref: c.ref, old: current, new: c.newOid });
+          updates.push({
+            ref: c.ref,
+            old: current,
+            new: c.newOid,
+            ...(c.peeled && c.newOid !== ZERO_OID ? { peeled: c.peeled } : {}),
+          });
         }
       }
       if (pending.job.atomic && outcomes.some((o) => !o.ok)) {
         const failed = outcomes.map(
           (o): RefOutcome => (o.ok ? { ref: o.ref, ok: false, reason: 'atomic push failure' } : o),
         );
-        return { pending, outcomes: failed, updates: [] };
+        return { pending, outcomes: failed, updates: [], publish: false };
       }
       for (const u of updates) refs.set(u.ref, u.new);
-      return { pending, outcomes, updates };
+      const checkpoint = pending.job.checkpoint;
+      const newsworthy = checkpoint !== undefined && (index.checkpoint?.seq ?? -1) < checkpoint.seq;
+      return { pending, outcomes, updates, publish: updates.length > 0 || newsworthy };
     });
     return { decisions, head: chooseHead(index.head, refs, decisions) };
   }
@@ -278,33 +305,28 @@ export class Publisher {
   async #writeEntries(index: RepoIndex, publishing: Decision[], written: Set<string>): Promise<LogItem[]> {
     return Promise.all(
       publishing.map(async (d, i): Promise<LogItem> => {
+        const { job } = d.pending;
         const entry: EntryObject = {
           v: 1,
           id: d.pending.id,
-          kind: 'push',
+          kind: job.checkpoint ? 'checkpoint' : job.rewind ? 'rewind' : 'push',
           time: d.pending.time,
-          who: d.pending.job.who,
+          who: job.who,
           updates: d.updates,
-          packs: d.pending.job.packs,
-          ...(d.pending.job.bytes ? { bytes: d.pending.job.bytes } : {}),
-          atomic: d.pending.job.atomic,
+          packs: job.packs,
+          ...(job.bytes ? { bytes: job.bytes } : {}),
+          atomic: job.atomic,
+          ...(job.rewind ? { rewind: job.rewind } : {}),
+          ...(job.checkpoint ? { checkpoint: job.checkpoint } : {}),
         };
         const body = encodeJson(entry);
         const key = entryKey(index.repo, sha256(body));
         if (!written.has(key)) {
           await putImmutable(this.#wal.store, key, body);
           written.add(key);
+          this.#wal.seed(key, entry);
         }
-        return {
-          seq: index.seq + i + 1,
-          key,
-          time: entry.time,
-          who: entry.who,
-          updates: entry.updates,
-          packs: entry.packs,
-          ...(entry.bytes ? { bytes: entry.bytes } : {}),
-          ...(entry.atomic ? { atomic: true as const } : {}),
-        };
+        return summarize(index.seq + i + 1, key, entry);
       }),
     );
   }
@@ -313,7 +335,7 @@ export class Publisher {
     const seqOf = new Map(items.map((item) => [item.key, item.seq]));
     let i = 0;
     for (const d of decisions) {
-      const item = d.updates.length > 0 ? items[i++] : undefined;
+      const item = d.publish ? items[i++] : undefined;
       d.pending.resolve({
         outcomes: d.outcomes,
         seq: item ? (seqOf.get(item.key) ?? null) : null,
@@ -333,12 +355,12 @@ export class Publisher {
     }
   }
 
-  /** Whether all of `items` were published, found in the tail or, after a fold, in a segment. */
+  /** Whether all of `items` were published, found in the tail or, once paged, in a page. */
   async #contains(index: RepoIndex, items: LogItem[]): Promise<boolean> {
     const first = items[0];
     if (first === undefined || index.seq < first.seq) return false;
-    const published = await this.#wal.itemsAfter(index, first.seq - 1);
-    const keys = new Set(published.filter((p) => p.seq <= first.seq + items.length - 1).map((p) => p.key));
+    const published = await this.#wal.itemsAfter(index, first.seq - 1, first.seq + items.length - 1);
+    const keys = new Set(published.map((p) => p.key));
     return items.every((item) => keys.has(item.key));
   }
 
@@ -348,9 +370,47 @@ export class Publisher {
   }
 }
 
-function appendItems(index: RepoIndex, items: LogItem[], head: string): RepoIndex {
+/** The index after `items`: their summaries in the tail, their ref changes in the recent rows. */
+function appendItems(index: RepoIndex, publishing: Decision[], items: LogItem[], head: string): RepoIndex {
   const last = items[items.length - 1];
-  return { ...index, seq: last ? last.seq : index.seq, head, tail: [...index.tail, ...items] };
+  const changes = new Map<string, RefValue>();
+  for (const d of publishing) {
+    for (const u of d.updates)
+      changes.set(u.ref, u.peeled ? { oid: u.new, peeled: u.peeled } : { oid: u.new });
+  }
+  let next: RepoIndex = {
+    ...index,
+    seq: last ? last.seq : index.seq,
+    head,
+    recent: changes.size > 0 ? applyChanges(index.recent, changes) : index.recent,
+    tail: [...index.tail, ...items],
+  };
+  for (const d of publishing) {
+    const checkpoint = d.pending.job.checkpoint;
+    if (checkpoint && (next.checkpoint?.seq ?? -1) < checkpoint.seq) {
+      next = { ...withCheckpointTable(next, checkpoint), checkpoint };
+    }
+  }
+  return next;
+}
+
+/** A log item: the entry with at most MAX_ITEM_UPDATES of its updates. */
+export function summarize(seq: number, key: string, entry: EntryObject): LogItem {
+  const shown = entry.updates.slice(0, MAX_ITEM_UPDATES);
+  return {
+    seq,
+    key,
+    ...(entry.kind !== 'push' ? { kind: entry.kind } : {}),
+    time: entry.time,
+    who: entry.who,
+    updates: shown,
+    ...(shown.length < entry.updates.length ? { count: entry.updates.length } : {}),
+    packs: entry.packs,
+    ...(entry.bytes ? { bytes: entry.bytes } : {}),
+    ...(entry.atomic ? { atomic: true as const } : {}),
+    ...(entry.rewind ? { rewind: entry.rewind } : {}),
+    ...(entry.checkpoint ? { checkpoint: entry.checkpoint } : {}),
+  };
 }
 
 /**

@@ -6,11 +6,23 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isStoreError, NotFound } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
+import { mapLimit } from '../util/mapLimit.js';
 import { ImmutableCache } from './ImmutableCache.js';
 import { decodeIndex, decodeJson, emptyIndex, encodeJson } from './indexCodec.js';
-import { indexKey } from './keys.js';
-import type { LoadedIndex, LogItem, RefTable, RepoIndex, Segment } from './types.js';
-import { ZERO_OID } from './types.js';
+import { indexKey, pageKey } from './keys.js';
+import { findRow, isTombstone, mergeRows, rowsToMap, rowValue } from './refRows.js';
+import type {
+  EntryObject,
+  LoadedIndex,
+  LogItem,
+  LogPage,
+  RefRow,
+  RefTable,
+  RefValue,
+  RepoIndex,
+  TablePointer,
+} from './types.js';
+import { PAGE_SIZE, ZERO_OID } from './types.js';
 
 export class RepoExists extends Error {
   readonly code = 'RepoExists';
@@ -114,63 +126,94 @@ export class Wal {
     }
   }
 
-  /** The values of `names` at `index` (ZERO_OID for a ref that does not exist). */
+  /** The object ids of `names` at `index` (ZERO_OID for a ref that does not exist). */
   async resolveRefs(index: RepoIndex, names: Iterable<string>): Promise<Map<string, string>> {
-    const wanted = new Set(names);
-    const found = new Map<string, string>();
-    for (let i = index.tail.length - 1; i >= 0 && found.size < wanted.size; i--) {
-      const item = index.tail[i];
-      if (item === undefined) continue;
-      for (let u = item.updates.length - 1; u >= 0; u--) {
-        const update = item.updates[u];
-        if (update && wanted.has(update.ref) && !found.has(update.ref)) found.set(update.ref, update.new);
+    const values = await this.refValues(index, names);
+    return new Map([...values].map(([name, value]) => [name, value?.oid ?? ZERO_OID]));
+  }
+
+  /** The values of `names` at `index` (null for a ref that does not exist). */
+  async refValues(index: RepoIndex, names: Iterable<string>): Promise<Map<string, RefValue | null>> {
+    const found = new Map<string, RefValue | null>();
+    const missing: string[] = [];
+    for (const name of new Set(names)) {
+      const row = findRow(index.recent, name);
+      if (row) found.set(name, isTombstone(row) ? null : rowValue(row));
+      else missing.push(name);
+    }
+    if (missing.length === 0) return found;
+    const tables = await Promise.all(index.tables.map((t) => this.table(t.key)));
+    for (const name of missing) {
+      let value: RefValue | null = null;
+      for (let t = tables.length - 1; t >= 0; t--) {
+        const row = findRow((tables[t] as RefTable).rows, name);
+        if (row) {
+          value = isTombstone(row) ? null : rowValue(row);
+          break;
+        }
       }
+      found.set(name, value);
     }
-    if (found.size < wanted.size && index.table) {
-      const table = await this.refTableMap(index.table.key);
-      for (const name of wanted) if (!found.has(name)) found.set(name, table.get(name) ?? ZERO_OID);
-    }
-    for (const name of wanted) if (!found.has(name)) found.set(name, ZERO_OID);
     return found;
   }
 
-  /** Every ref at `index`, without deleted ones. */
-  async allRefs(index: RepoIndex): Promise<Map<string, string>> {
-    const refs = index.table ? new Map(await this.refTableMap(index.table.key)) : new Map();
-    for (const item of index.tail) applyUpdates(refs, item);
-    return refs;
+  /** Every ref at `index`. */
+  async allRefs(index: RepoIndex): Promise<Map<string, RefValue>> {
+    return rowsToMap(mergeRows(await this.stackRows(index.tables), index.recent, true));
   }
 
-  /** Items with seq in (afterSeq, index.seq], oldest first, reading only the segments needed. */
-  async itemsAfter(index: RepoIndex, afterSeq: number): Promise<LogItem[]> {
-    if (afterSeq >= index.seq) return [];
-    const fromTail = index.tail.filter((item) => item.seq > afterSeq);
-    const firstTail = index.tail[0]?.seq ?? index.seq + 1;
-    if (afterSeq + 1 >= firstTail) return fromTail;
-    const needed = index.segments.filter((s) => s.to > afterSeq);
-    const segments = await Promise.all(needed.map((s) => this.segment(s.key)));
-    const older = segments.flatMap((s) => s.items.filter((item) => item.seq > afterSeq));
-    return [...older, ...fromTail];
-  }
-
-  async segment(key: string): Promise<Segment> {
-    return this.#immutable.get(key, async () => decodeJson<Segment>(key, await this.#body(key)));
-  }
-
-  async refTableMap(key: string): Promise<ReadonlyMap<string, string>> {
-    return this.#immutable.get(`map:${key}`, async () => {
-      const table = decodeJson<RefTable>(key, await this.#body(key));
-      return new Map(table.refs.map(([name, oid]) => [name, oid] as [string, string]));
+  /** The rows of a table stack merged into one complete, sorted list (cached per stack). */
+  async stackRows(tables: readonly TablePointer[]): Promise<readonly RefRow[]> {
+    if (tables.length === 0) return [];
+    const id = `stack:${tables.map((t) => t.key).join(',')}`;
+    return this.#immutable.get(id, async () => {
+      const loaded = await Promise.all(tables.map((t) => this.table(t.key)));
+      let rows: readonly RefRow[] = [];
+      for (const [i, table] of loaded.entries())
+        rows = i === 0 ? table.rows : mergeRows(rows, table.rows, false);
+      return loaded.length === 1 ? rows : mergeRows([], rows, true);
     });
   }
 
-  /** Lets a writer seed the cache with a table it just wrote. */
-  seedTable(key: string, refs: ReadonlyMap<string, string>): void {
-    this.#immutable.set(`map:${key}`, refs);
+  /**
+   * Items with seq in (afterSeq, upTo], oldest first: from the pages that hold them (read in
+   * parallel) and the tail.
+   */
+  async itemsAfter(index: RepoIndex, afterSeq: number, upTo = index.seq): Promise<LogItem[]> {
+    const last = Math.min(upTo, index.seq);
+    if (afterSeq >= last) return [];
+    const out: LogItem[] = [];
+    const pagedLast = Math.min(last, index.paged);
+    if (afterSeq < pagedLast) {
+      const first = Math.floor(afterSeq / PAGE_SIZE);
+      const end = Math.floor((pagedLast - 1) / PAGE_SIZE);
+      const numbers = Array.from({ length: end - first + 1 }, (_, i) => first + i);
+      const pages = await mapLimit(numbers, 32, (n) => this.page(index, n));
+      for (const page of pages) {
+        for (const item of page.items) if (item.seq > afterSeq && item.seq <= last) out.push(item);
+      }
+    }
+    for (const item of index.tail) if (item.seq > afterSeq && item.seq <= last) out.push(item);
+    return out;
   }
 
-  seedSegment(key: string, segment: Segment): void {
-    this.#immutable.set(key, segment);
+  async page(index: Pick<RepoIndex, 'repo' | 'created'>, page: number): Promise<LogPage> {
+    const key = pageKey(index.repo, index.created, page);
+    return this.#immutable.get(key, async () => decodeJson<LogPage>(key, await this.#body(key)));
+  }
+
+  async table(key: string): Promise<RefTable> {
+    return this.#immutable.get(key, async () => decodeJson<RefTable>(key, await this.#body(key)));
+  }
+
+  /** The whole entry object of an item (every update, not just the first few). */
+  async entry(key: string): Promise<EntryObject> {
+    return this.#immutable.get(key, async () => decodeJson<EntryObject>(key, await this.#body(key)));
+  }
+
+  /** Lets a writer seed the cache with an immutable object it just wrote. */
+  seed(key: string, value: RefTable | LogPage | EntryObject): void {
+    this.#immutable.set(key, value);
   }
 
   async #body(key: string): Promise<Buffer> {
@@ -180,9 +223,11 @@ export class Wal {
   }
 }
 
-export function applyUpdates(refs: Map<string, string>, item: Pick<LogItem, 'updates'>): void {
+/** Applies an item's updates to a ref map (the item must show all of them). */
+export function applyUpdates(refs: Map<string, RefValue>, item: Pick<LogItem, 'updates'>): void {
   for (const update of item.updates) {
     if (update.new === ZERO_OID) refs.delete(update.ref);
-    else refs.set(update.ref, update.new);
+    else
+      refs.set(update.ref, update.peeled ? { oid: update.new, peeled: update.peeled } : { oid: update.new });
   }
 }

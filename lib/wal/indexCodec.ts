@@ -29,27 +29,31 @@ export function decodeIndex(key: string, body: Buffer): RepoIndex {
   if (
     index === null ||
     typeof index !== 'object' ||
-    index.v !== 1 ||
+    index.v !== 2 ||
     !Number.isSafeInteger(index.seq) ||
+    !Number.isSafeInteger(index.paged) ||
     !Array.isArray(index.tail) ||
-    !Array.isArray(index.segments)
+    !Array.isArray(index.tables) ||
+    !Array.isArray(index.recent)
   ) {
-    throw new CorruptLog(key, 'not a version 1 index');
+    throw new CorruptLog(key, 'not a version 2 index');
   }
   return index;
 }
 
 export function emptyIndex(repo: string, options: { public: boolean; now: Date }): RepoIndex {
   return {
-    v: 1,
+    v: 2,
     repo,
     created: options.now.toISOString(),
     seq: 0,
     head: 'refs/heads/main',
     public: options.public,
-    table: null,
-    segments: [],
-    checkpoint: null,
+    tables: [],
+    recent: [],
+    paged: 0,
+    pagedCheckpoint: null,
     tail: [],
+    checkpoint: null,
   };
 }

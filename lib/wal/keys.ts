@@ -1,12 +1,23 @@
 /** Where a repository's log lives in the object store. `repo` is a validated `owner/name` or `name`. */
+import { createHash } from 'node:crypto';
+
 export function repoPrefix(repo: string): string {
   return `repos/${repo}.git/`;
+}
+
+/**
+ * A short id of one incarnation of a repository (its creation time), so that a repository
+ * deleted and created again never reads the old one's pages or cache.
+ */
+export function incarnationId(created: string): string {
+  return createHash('sha256').update(created).digest('hex').slice(0, 12);
 }
 
 export const indexKey = (repo: string) => `${repoPrefix(repo)}index.json`;
 export const entryKey = (repo: string, sha: string) => `${repoPrefix(repo)}entries/${sha}.json`;
 export const tableKey = (repo: string, sha: string) => `${repoPrefix(repo)}tables/${sha}.json`;
-export const segmentKey = (repo: string, sha: string) => `${repoPrefix(repo)}segments/${sha}.json`;
+export const pageKey = (repo: string, created: string, page: number) =>
+  `${repoPrefix(repo)}log/${incarnationId(created)}/${String(page).padStart(10, '0')}.json`;
 export const checkpointKey = (repo: string, sha: string) => `${repoPrefix(repo)}checkpoints/${sha}.json`;
 export const packKey = (repo: string, pack: string, ext: 'pack' | 'idx' | 'bitmap') =>
   `${repoPrefix(repo)}packs/${pack}.${ext}`;

@@ -1,10 +1,15 @@
 /**
- * The log's formats. Everything except `index.json` is immutable and content-addressed, so a
- * retried write is idempotent and a crash leaves at worst an orphan that no index names.
+ * The log's formats. Everything except `index.json` is immutable, so a retried write is
+ * idempotent and a crash leaves at worst an orphan that no index names.
  *
  * An entry object is position-free: its sequence number is assigned by the index compare-and-swap
  * that publishes it (the CAS is the commit point), and recorded next to its key in the index tail
- * and later in a segment. A writer that loses the race therefore never rewrites its entry.
+ * and later in a page. A writer that loses the race therefore never rewrites its entry.
+ *
+ * The index every push rewrites stays bounded whatever the length of the log or the number of
+ * refs: the ref set lives in a short stack of immutable tables (compacted geometrically, in the
+ * spirit of reftable) plus a bounded set of recent rows; the log lives in fixed-size pages whose
+ * keys follow from their position, plus a bounded tail of the newest items.
  */
 
 export const ZERO_OID = '0000000000000000000000000000000000000000';
@@ -15,7 +20,21 @@ export interface RefUpdate {
   readonly old: string;
   /** ZERO_OID when the ref is deleted. */
   readonly new: string;
+  /** When `new` is an annotated tag: the object it peels to (never a tag). */
+  readonly peeled?: string;
 }
+
+/** A ref's value: the object it names and, for an annotated tag, what it peels to. */
+export interface RefValue {
+  readonly oid: string;
+  readonly peeled?: string;
+}
+
+/**
+ * A ref as tables store it: `[name, oid]` or `[name, oid, peeled]`. In a delta table and in the
+ * index's recent rows, an oid of ZERO_OID is a deletion (a tombstone).
+ */
+export type RefRow = readonly [string, string] | readonly [string, string, string];
 
 /** Who made an entry: the authenticated token, and where the request came from. */
 export interface Identity {
@@ -25,11 +44,24 @@ export interface Identity {
   readonly ip?: string;
 }
 
+/**
+ * What an entry is: a push; a rewind (a push made by narwal restoring the refs of an earlier
+ * entry); a checkpoint (no ref changes; names a full snapshot and consolidated packs).
+ */
+export type EntryKind = 'push' | 'rewind' | 'checkpoint';
+
+export interface RewindInfo {
+  /** The entry whose ref state was restored. */
+  readonly to: number;
+  /** The ref pattern it was limited to, if any. */
+  readonly refs?: string;
+}
+
 /** `entries/<sha256>.json`, written create-only before the CAS that names it. */
 export interface EntryObject {
   readonly v: 1;
   readonly id: string;
-  readonly kind: 'push';
+  readonly kind: EntryKind;
   readonly time: string;
   readonly who: Identity;
   readonly updates: readonly RefUpdate[];
@@ -38,33 +70,39 @@ export interface EntryObject {
   /** Total size of the packs. */
   readonly bytes?: number;
   readonly atomic: boolean;
+  readonly rewind?: RewindInfo;
+  readonly checkpoint?: CheckpointPointer;
 }
 
-/** One published entry as the index (and later a segment) records it. */
+/** At most this many ref updates are copied into a log item; the entry object has them all. */
+export const MAX_ITEM_UPDATES = 16;
+
+/** One published entry as the index (and later a page) records it: a summary of the entry. */
 export interface LogItem {
   readonly seq: number;
   readonly key: string;
+  readonly kind?: Exclude<EntryKind, 'push'>;
   readonly time: string;
   readonly who: Identity;
+  /** The first MAX_ITEM_UPDATES updates of the entry. */
   readonly updates: readonly RefUpdate[];
+  /** How many updates the entry has, when more than `updates` shows. */
+  readonly count?: number;
   readonly packs: readonly string[];
   readonly bytes?: number;
   readonly atomic?: true;
+  readonly rewind?: RewindInfo;
+  readonly checkpoint?: CheckpointPointer;
 }
 
-/** `tables/<sha256>.json`: every ref as of `seq`, sorted by name. */
+/**
+ * `tables/<sha256>.json`: refs as of `seq`, sorted by name in byte order. The bottom table of a
+ * stack is complete and has no tombstones; the others hold what changed after the one below.
+ */
 export interface RefTable {
   readonly v: 1;
   readonly seq: number;
-  readonly refs: readonly (readonly [string, string])[];
-}
-
-/** `segments/<sha256>.json`: log items folded out of the index tail, oldest first. */
-export interface Segment {
-  readonly v: 1;
-  readonly from: number;
-  readonly to: number;
-  readonly items: readonly LogItem[];
+  readonly rows: readonly RefRow[];
 }
 
 export interface TablePointer {
@@ -73,28 +111,38 @@ export interface TablePointer {
   readonly count: number;
 }
 
-export interface SegmentPointer {
-  readonly key: string;
-  readonly from: number;
-  readonly to: number;
+/** Items per page. */
+export const PAGE_SIZE = 32;
+
+/**
+ * `log/<incarnation>/<n>.json`: the items with seq in [n*PAGE_SIZE+1, (n+1)*PAGE_SIZE]. Written
+ * create-only once all of them are published, so every writer writes the same content.
+ */
+export interface LogPage {
+  readonly v: 1;
+  readonly page: number;
+  /** The newest checkpoint published before this page's first item (for states at any entry). */
+  readonly before: CheckpointPointer | null;
+  readonly items: readonly LogItem[];
 }
 
 /**
- * `checkpoints/<sha256>.json` and its pointer in the index: the ref set as of `seq` (a ref table)
- * and consolidated packs holding every object those refs reach, with a reachability bitmap. A
- * cold cache downloads these and replays only the entries after `seq`.
+ * `checkpoints/<sha256>.json` and its pointer: the ref set as of `seq` (a complete ref table) and
+ * consolidated packs holding every object those refs reach, with a reachability bitmap. A cold
+ * cache downloads these and replays only the entries after `seq`.
  */
 export interface CheckpointPointer {
   readonly seq: number;
   readonly key: string;
-  /** Ref table key with every ref as of `seq`. */
+  /** Complete ref table as of `seq`, and its number of refs. */
   readonly table: string;
+  readonly count: number;
   readonly packs: readonly string[];
   /** Total bytes of the packs, for progress and routing decisions. */
   readonly bytes: number;
 }
 
-export interface CheckpointObject extends CheckpointPointer {
+export interface CheckpointObject extends Omit<CheckpointPointer, 'key'> {
   readonly v: 1;
   readonly time: string;
   readonly head: string;
@@ -102,24 +150,28 @@ export interface CheckpointObject extends CheckpointPointer {
 
 /**
  * `index.json`, the one mutable object per repository, advanced only by conditional PUT.
- * It stays small: the ref set lives in `table`, older items in segments; the tail holds only the
- * items after the table, bounded by the fold policy.
+ * Refs at `seq` are the tables (bottom first) overlaid with `recent`; items with seq <= `paged`
+ * are in pages, the rest in `tail`.
  */
 export interface RepoIndex {
-  readonly v: 1;
+  readonly v: 2;
   readonly repo: string;
   readonly created: string;
   readonly seq: number;
   /** Where HEAD points, e.g. `refs/heads/main`. */
   readonly head: string;
   readonly public: boolean;
-  /** Refs as of `table.seq`; null before the first fold. */
-  readonly table: TablePointer | null;
-  readonly segments: readonly SegmentPointer[];
+  readonly tables: readonly TablePointer[];
+  /** Refs changed after the top table, sorted by name; bounded by the maintenance policy. */
+  readonly recent: readonly RefRow[];
+  /** A multiple of PAGE_SIZE. */
+  readonly paged: number;
+  /** The newest checkpoint among paged items, carried into the next page's `before`. */
+  readonly pagedCheckpoint: CheckpointPointer | null;
+  /** Items with seq in (paged, seq], oldest first. */
+  readonly tail: readonly LogItem[];
   /** The newest checkpoint: replay of a cold cache starts there. */
   readonly checkpoint: CheckpointPointer | null;
-  /** Items with seq in (table?.seq ?? 0, seq], oldest first. */
-  readonly tail: readonly LogItem[];
 }
 
 /** An index together with the etag it was read or written with. */

@@ -84,6 +84,10 @@ describe('a reader killed mid-clone', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
       await stalledFetch(reader.url, 'crash/clone', head);
+      // The answer starts before the cache is ready (with progress); the lease comes with git.
+      for (let i = 0; i < 200 && (await presence.list('repo#crash/clone', 'lease#')).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
       expect((await presence.list('repo#crash/clone', 'lease#')).length).toBe(1);
 
       // kill -9 of the serving process: nobody releases the lease.

@@ -85,7 +85,7 @@ describe('two nodes sharing one data directory', () => {
     const loaded = await wal.readIndexFully(repo);
     if (!loaded) throw new Error('repository missing');
     const refs = await wal.allRefs(loaded.index);
-    for (const [name, oid] of commits) expect(refs.get(`refs/heads/${name}`)).toBe(oid);
+    for (const [name, oid] of commits) expect(refs.get(`refs/heads/${name}`)?.oid).toBe(oid);
     const items = await wal.itemsAfter(loaded.index, 0);
     expect(items).toHaveLength(51);
     expect(new Set(items.map((item) => item.seq)).size).toBe(51);
@@ -110,7 +110,7 @@ describe('two nodes sharing one data directory', () => {
     const loaded = await wal.readIndexFully(repo);
     if (!loaded) throw new Error('repository missing');
     const refs = await wal.allRefs(loaded.index);
-    expect(refs.get('refs/heads/main')).toBe(commits.get(winners[0] ?? ''));
+    expect(refs.get('refs/heads/main')?.oid).toBe(commits.get(winners[0] ?? ''));
     const items = await wal.itemsAfter(loaded.index, 0);
     expect(items).toHaveLength(2);
   });

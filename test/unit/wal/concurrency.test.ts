@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import { Publisher, type PublishResult } from '../../../lib/wal/Publisher.js';
 import { Wal } from '../../../lib/wal/Wal.js';
-import { CountingStore, cmd, oid, push, useTempRoots, ZERO_OID } from './walHelpers.js';
+import { CountingStore, cmd, oid, oidsOf, push, useTempRoots, ZERO_OID } from './walHelpers.js';
 
 const REPO = 'team/app';
 
@@ -67,7 +67,7 @@ describe('Publisher: group commit on one node', () => {
     const loaded = await new Wal(wal.store).readIndex(REPO);
     if (loaded === null) throw new Error('index missing');
     expect(loaded.index.seq).toBe(1);
-    expect(Object.fromEntries(await wal.allRefs(loaded.index))).toEqual({
+    expect(oidsOf(await wal.allRefs(loaded.index))).toEqual({
       'refs/heads/main': oid(winner + 1),
     });
   });
@@ -107,7 +107,7 @@ describe('Publisher: two nodes sharing one store', () => {
     const loaded = await fresh.readIndex(REPO);
     if (loaded === null) throw new Error('index missing');
     expect(loaded.index.seq).toBe(n);
-    expect(Object.fromEntries(await fresh.allRefs(loaded.index))).toEqual(
+    expect(oidsOf(await fresh.allRefs(loaded.index))).toEqual(
       Object.fromEntries(Array.from({ length: n }, (_, i) => [`refs/heads/r${i}`, oid(i + 1)])),
     );
     const items = await fresh.itemsAfter(loaded.index, 0);
@@ -134,7 +134,7 @@ describe('Publisher: two nodes sharing one store', () => {
     const loaded = await fresh.readIndex(REPO);
     if (loaded === null) throw new Error('index missing');
     expect(loaded.index.seq).toBe(2);
-    expect(Object.fromEntries(await fresh.allRefs(loaded.index))).toEqual({
+    expect(oidsOf(await fresh.allRefs(loaded.index))).toEqual({
       'refs/heads/main': oid(100 + (oks[0] ?? -1)),
     });
   });
@@ -153,7 +153,7 @@ describe('Publisher: two nodes sharing one store', () => {
     const fresh = new Wal(new FsObjectStore(root));
     const loaded = await fresh.readIndex(REPO);
     if (loaded === null) throw new Error('index missing');
-    expect(Object.fromEntries(await fresh.allRefs(loaded.index))).toEqual({
+    expect(oidsOf(await fresh.allRefs(loaded.index))).toEqual({
       'refs/heads/main': oid(4),
       'refs/heads/x': oid(3),
     });
@@ -194,6 +194,6 @@ describe('Publisher: answers that no CAS vouches for', () => {
     expect(result.seq).toBe(3);
     const loaded = await new Wal(new FsObjectStore(root)).readIndex('r');
     if (loaded === null) throw new Error('index missing');
-    expect(Object.fromEntries(await walA.allRefs(loaded.index))).toEqual({ 'refs/heads/main': oid(1) });
+    expect(oidsOf(await walA.allRefs(loaded.index))).toEqual({ 'refs/heads/main': oid(1) });
   });
 });

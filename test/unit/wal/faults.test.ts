@@ -5,7 +5,7 @@ import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import { parseFaultSpec } from '../../../lib/store/faultSpec.js';
 import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
 import { OutcomeUnknown, Publisher, type PublishResult, type PushJob } from '../../../lib/wal/Publisher.js';
-import type { LogItem } from '../../../lib/wal/types.js';
+import type { LogItem, RefValue } from '../../../lib/wal/types.js';
 import { applyUpdates, Wal } from '../../../lib/wal/Wal.js';
 import {
   CountingStore,
@@ -70,7 +70,7 @@ async function expectLogMatches(
       expect(result.seq).toBeNull();
     }
   }
-  const replay = new Map<string, string>();
+  const replay = new Map<string, RefValue>();
   for (const item of items) applyUpdates(replay, item);
   expect(await wal.allRefs(loaded.index)).toEqual(replay);
   return items;
@@ -121,20 +121,24 @@ describe('Publisher under injected index faults', () => {
     expect(new Set(items.map((i) => i.key)).size).toBe(items.length);
   });
 
-  it('recognises an applied failure on a CAS that folded the tail (entry found in a segment)', async () => {
-    const { inner, publisher } = await setup(
-      FAULTS,
-      scriptedFaults(5, [null, null, F500_APPLIED, null, FTIMEOUT_APPLIED]),
-      { fold: { maxTailItems: 2, maxTailUpdates: 100 } },
+  it('recognises an applied failure on a CAS that pages the log and moves refs into a table', async () => {
+    const n = 36;
+    const steps = Array.from({ length: n }, (_, i) =>
+      i === 32 ? F500_APPLIED : i === 33 ? FTIMEOUT_APPLIED : null,
     );
-    const jobs = Array.from({ length: 5 }, (_, i) =>
+    const { inner, publisher } = await setup(FAULTS, scriptedFaults(5, steps), {
+      policy: { maxRecentRows: 3, geometricFactor: 2 },
+    });
+    const jobs = Array.from({ length: n }, (_, i) =>
       push(REPO, [cmd(`refs/heads/f${i}`, ZERO_OID, oid(i + 1))]),
     );
     const results: PublishResult[] = [];
     for (const job of jobs) results.push(await publisher.publish(job));
-    expect(results.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
-    expect(results[2]?.loaded.index.segments.map((s) => [s.from, s.to])).toEqual([[1, 3]]);
-    expect(results[2]?.loaded.index.tail).toEqual([]);
+    expect(results.map((r) => r.seq)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    // The 33rd CAS paged entries 1-32 and was answered with a 500 after it applied.
+    expect(results[32]?.loaded.index.paged).toBe(32);
+    expect(results[32]?.loaded.index.tail.map((i) => i.seq)).toEqual([33]);
+    expect(results[35]?.loaded.index.tables.length).toBeGreaterThan(0);
     await expectLogMatches(inner, jobs, results);
   });
 
@@ -147,7 +151,7 @@ describe('Publisher under injected index faults', () => {
         new Publisher(new Wal(faultyIndexStore(inner, spec, seededRandom(seed))), {
           backoffBaseMs: 1,
           backoffCapMs: 8,
-          fold: { maxTailItems: 3, maxTailUpdates: 100 },
+          policy: { maxRecentRows: 3, geometricFactor: 2 },
         }),
     );
     const jobs: PushJob[] = [];

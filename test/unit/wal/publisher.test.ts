@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Publisher, RepoNotFound } from '../../../lib/wal/Publisher.js';
 import { RepoExists, Wal } from '../../../lib/wal/Wal.js';
-import { cmd, fsStore, oid, push, useTempRoots, ZERO_OID } from './walHelpers.js';
+import { cmd, fsStore, oid, oidsOf, push, useTempRoots, ZERO_OID } from './walHelpers.js';
 
 const REPO = 'alice/proj';
 
@@ -19,16 +19,18 @@ describe('Publisher: single node', () => {
   it('creates an empty repository and refuses to create it twice', async () => {
     const { wal, created } = await setup();
     expect(created.index).toEqual({
-      v: 1,
+      v: 2,
       repo: REPO,
       created: '2024-01-02T03:04:05.000Z',
       seq: 0,
       head: 'refs/heads/main',
       public: false,
-      table: null,
-      segments: [],
-      checkpoint: null,
+      tables: [],
+      recent: [],
+      paged: 0,
+      pagedCheckpoint: null,
       tail: [],
+      checkpoint: null,
     });
     await expect(wal.createRepo(REPO, { public: true })).rejects.toBeInstanceOf(RepoExists);
     const fresh = await new Wal(wal.store).readIndex(REPO);
@@ -56,7 +58,7 @@ describe('Publisher: single node', () => {
     if (loaded === null) throw new Error('index missing');
     expect(loaded.etag).toBe(second.loaded.etag);
     expect(loaded.index.seq).toBe(2);
-    expect(Object.fromEntries(await wal.allRefs(loaded.index))).toEqual({
+    expect(oidsOf(await wal.allRefs(loaded.index))).toEqual({
       'refs/heads/main': oid(2),
       'refs/tags/v1': oid(3),
     });
@@ -108,7 +110,7 @@ describe('Publisher: single node', () => {
     const result = await publisher.publish(push(REPO, [cmd('refs/heads/gone', oid(2), ZERO_OID)]));
     expect(result.outcomes).toEqual([{ ref: 'refs/heads/gone', ok: true, noop: false }]);
     expect(result.seq).toBe(2);
-    expect(Object.fromEntries(await wal.allRefs(result.loaded.index))).toEqual({ 'refs/heads/main': oid(1) });
+    expect(oidsOf(await wal.allRefs(result.loaded.index))).toEqual({ 'refs/heads/main': oid(1) });
     const resolved = await wal.resolveRefs(result.loaded.index, ['refs/heads/gone']);
     expect(resolved.get('refs/heads/gone')).toBe(ZERO_OID);
   });
@@ -165,7 +167,7 @@ describe('Publisher: single node', () => {
     const loaded = await fresh.readIndex(REPO);
     if (loaded === null) throw new Error('index missing');
     expect(loaded.index.seq).toBe(1);
-    expect(Object.fromEntries(await fresh.allRefs(loaded.index))).toEqual({ 'refs/heads/main': oid(1) });
+    expect(oidsOf(await fresh.allRefs(loaded.index))).toEqual({ 'refs/heads/main': oid(1) });
   });
 
   it('records an atomic push as one entry marked atomic', async () => {

@@ -138,3 +138,8 @@ export function scriptedFaults(ruleCount: number, steps: readonly (number | null
   }
   return () => values.shift() ?? 0.9;
 }
+
+/** A ref map as plain `{ name: oid }`, for comparing with expected refs. */
+export function oidsOf(refs: ReadonlyMap<string, { oid: string }>): Record<string, string> {
+  return Object.fromEntries([...refs].map(([name, value]) => [name, value.oid]));
+}

@@ -1,0 +1,146 @@
+/**
+ * Keeps the index every push rewrites bounded, whatever the length of the log or the number of
+ * refs, by moving published state out of it into immutable objects written before the CAS:
+ *
+ * - Full pages of published items go to `log/<incarnation>/<n>.json`. Their keys follow from their
+ *   position and their content from published items only, so every writer writes the same page
+ *   and a lost race leaves nothing wrong behind.
+ * - When the recent ref rows outgrow their bound they become a new table on top of the stack, and
+ *   the stack is compacted geometrically (a table is merged into the one below while that one is
+ *   at most twice its size, as reftable does), so the stack stays logarithmic in the number of
+ *   refs and each ref row is rewritten O(log refs) times over its life.
+ */
+import type { ObjectStore } from '../store/ObjectStore.js';
+import { encodeJson, sha256 } from './indexCodec.js';
+import { pageKey, tableKey } from './keys.js';
+import { putImmutable } from './putImmutable.js';
+import { mergeRows } from './refRows.js';
+import type { CheckpointPointer, LogPage, RefRow, RefTable, RepoIndex, TablePointer } from './types.js';
+import { PAGE_SIZE } from './types.js';
+import type { Wal } from './Wal.js';
+
+export interface IndexPolicy {
+  /** Ref rows the index may hold before they move into a table. */
+  readonly maxRecentRows: number;
+  /** A table is merged into the one below it while that one has at most this many times its rows. */
+  readonly geometricFactor: number;
+}
+
+export const DEFAULT_INDEX_POLICY: IndexPolicy = { maxRecentRows: 256, geometricFactor: 2 };
+
+/**
+ * Returns `next` bounded: pages written for items already published in `published` (the index
+ * `next` was derived from), recent rows moved into a table when there are too many, the stack
+ * compacted.
+ */
+export async function boundIndex(
+  wal: Wal,
+  store: ObjectStore,
+  published: RepoIndex,
+  next: RepoIndex,
+  policy: IndexPolicy,
+): Promise<RepoIndex> {
+  const [paged, refs] = await Promise.all([
+    writePages(wal, store, published.seq, next),
+    boundRefs(wal, store, next, policy),
+  ]);
+  return { ...next, ...paged, ...refs };
+}
+
+async function writePages(
+  wal: Wal,
+  store: ObjectStore,
+  publishedSeq: number,
+  index: RepoIndex,
+): Promise<Pick<RepoIndex, 'paged' | 'pagedCheckpoint' | 'tail'>> {
+  const full = Math.floor(publishedSeq / PAGE_SIZE) * PAGE_SIZE;
+  if (full <= index.paged)
+    return { paged: index.paged, pagedCheckpoint: index.pagedCheckpoint, tail: index.tail };
+  let before = index.pagedCheckpoint;
+  const pages: LogPage[] = [];
+  for (let start = index.paged; start < full; start += PAGE_SIZE) {
+    const items = index.tail.filter((item) => item.seq > start && item.seq <= start + PAGE_SIZE);
+    if (items.length !== PAGE_SIZE) throw new Error(`log tail of ${index.repo} misses items of a full page`);
+    pages.push({ v: 1, page: start / PAGE_SIZE, before, items });
+    before = lastCheckpoint(items) ?? before;
+  }
+  await Promise.all(
+    pages.map(async (page) => {
+      const key = pageKey(index.repo, index.created, page.page);
+      await putImmutable(store, key, encodeJson(page));
+      wal.seed(key, page);
+    }),
+  );
+  return { paged: full, pagedCheckpoint: before, tail: index.tail.filter((item) => item.seq > full) };
+}
+
+function lastCheckpoint(items: readonly { checkpoint?: CheckpointPointer }[]): CheckpointPointer | undefined {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const pointer = items[i]?.checkpoint;
+    if (pointer) return pointer;
+  }
+  return undefined;
+}
+
+async function boundRefs(
+  wal: Wal,
+  store: ObjectStore,
+  index: RepoIndex,
+  policy: IndexPolicy,
+): Promise<Pick<RepoIndex, 'tables' | 'recent'>> {
+  if (index.recent.length <= policy.maxRecentRows) return { tables: index.tables, recent: index.recent };
+  const complete = index.tables.length === 0;
+  const rows = complete ? mergeRows([], index.recent, true) : [...index.recent];
+  const top = await writeTable(wal, store, index.repo, index.seq, rows);
+  return { tables: await compact(wal, store, index.repo, [...index.tables, top], policy), recent: [] };
+}
+
+/** Merges the top of the stack down while the geometric bound is violated. */
+export async function compact(
+  wal: Wal,
+  store: ObjectStore,
+  repo: string,
+  tables: TablePointer[],
+  policy: IndexPolicy,
+): Promise<TablePointer[]> {
+  const stack = [...tables];
+  for (;;) {
+    const upper = stack[stack.length - 1];
+    const lower = stack[stack.length - 2];
+    if (!upper || !lower || lower.count > policy.geometricFactor * upper.count) return stack;
+    const [a, b] = await Promise.all([wal.table(lower.key), wal.table(upper.key)]);
+    const merged = mergeRows(a.rows, b.rows, stack.length === 2);
+    stack.splice(-2, 2, await writeTable(wal, store, repo, upper.seq, merged));
+  }
+}
+
+/** Writes rows as of `seq` as an immutable table and returns its pointer. */
+export async function writeTable(
+  wal: Wal,
+  store: ObjectStore,
+  repo: string,
+  seq: number,
+  rows: readonly RefRow[],
+): Promise<TablePointer> {
+  const table: RefTable = { v: 1, seq, rows };
+  const body = encodeJson(table);
+  const key = tableKey(repo, sha256(body));
+  await putImmutable(store, key, body);
+  wal.seed(key, table);
+  return { key, seq, count: rows.length };
+}
+
+/**
+ * The stack with a checkpoint's complete table in place of every table it covers: tables as of
+ * seqs at or before the checkpoint are replaced by it; newer ones (and the recent rows, which
+ * hold current values) still overlay it.
+ */
+export function withCheckpointTable(index: RepoIndex, checkpoint: CheckpointPointer): RepoIndex {
+  const bottom = index.tables[0];
+  if (bottom !== undefined && bottom.seq > checkpoint.seq) return index;
+  const newer = index.tables.filter((t) => t.seq > checkpoint.seq);
+  return {
+    ...index,
+    tables: [{ key: checkpoint.table, seq: checkpoint.seq, count: checkpoint.count }, ...newer],
+  };
+}
