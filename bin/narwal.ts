@@ -18,8 +18,10 @@ commands:
   repo list                                  list repositories
   log REPO [--limit N]                       print the newest log entries of a repository
   checkpoint REPO                            make a checkpoint at the head of the log now
-  token create NAME [--owner O] [--admin] [--create] [--read PATTERN]... [--write PATTERN]...
+  token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
                                              issue a token; patterns like "team/*" or "**"
+  token list [--json]                        list tokens (never their secrets)
+  token revoke ID|NAME [--json]              revoke a token on every node within NARWAL_TOKEN_CACHE_MS
 
 Configuration comes from the environment; see the README.`;
 

@@ -15,7 +15,10 @@ import { jsonLogger } from '../lib/log.js';
 let app: Promise<App> | undefined;
 
 export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
-  app ??= createApp(loadConfig(), jsonLogger());
+  if (app === undefined) {
+    const config = loadConfig();
+    app = createApp(config, jsonLogger({ secrets: [config.adminToken] }));
+  }
   return handleEvent((await app).handler, event);
 }
 

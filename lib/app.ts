@@ -109,7 +109,7 @@ export async function createApp(
     track(cache.prewarm(cache.target(loaded)));
     track(checkpointer.maybe(repo, loaded));
   };
-  const tokens = new TokenStore(store, adminToken.value);
+  const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
   const handler = createHandler({
     wal,
     cache,

@@ -3,6 +3,7 @@
  * typed module, which fails fast with a message naming the variable.
  */
 import { resolve } from 'node:path';
+import { MIN_SECRET_LENGTH } from './auth/redact.js';
 import { type FaultRule, parseFaultSpec } from './store/faultSpec.js';
 
 export interface Config {
@@ -21,6 +22,8 @@ export interface Config {
   readonly storeLatencyMs: number;
   readonly storeFaults: readonly FaultRule[];
   readonly adminToken: string | undefined;
+  /** How long a node trusts a token record it read: revocation reaches every node within it. */
+  readonly tokenCacheMs: number;
   readonly publicUrl: string | undefined;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
@@ -110,7 +113,8 @@ export function loadConfig(
     store,
     storeLatencyMs: integer(env, 'NARWAL_STORE_LATENCY_MS', 0, 0, 60_000),
     storeFaults,
-    adminToken: env.NARWAL_ADMIN_TOKEN || undefined,
+    adminToken: adminToken(env),
+    tokenCacheMs: integer(env, 'NARWAL_TOKEN_CACHE_MS', 5_000, 0, 300_000),
     publicUrl: env.NARWAL_PUBLIC_URL || undefined,
     maxPushBytes: integer(env, 'NARWAL_MAX_PUSH_BYTES', 2 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER),
     maxFetchRequestBytes: integer(
@@ -125,6 +129,18 @@ export function loadConfig(
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
     quiet: flag(env, 'NARWAL_QUIET', false),
   };
+}
+
+/** Long enough to be unguessable, and to be scrubbed from logs without eating ordinary text. */
+function adminToken(env: Env): string | undefined {
+  const value = env.NARWAL_ADMIN_TOKEN;
+  if (!value) return undefined;
+  if (value.length < MIN_SECRET_LENGTH || /\s/.test(value)) {
+    throw new ConfigError(
+      `NARWAL_ADMIN_TOKEN must be at least ${MIN_SECRET_LENGTH} characters with no spaces (got ${value.length})`,
+    );
+  }
+  return value;
 }
 
 /** An unset or empty variable is absent: `HOST=` must not mean "every interface". */

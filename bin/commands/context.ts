@@ -17,7 +17,9 @@ export interface CliContext {
 export async function cliContext(): Promise<CliContext> {
   const config = loadConfig();
   const store = await createStore(config);
-  return { store, wal: new Wal(store), tokens: new TokenStore(store, (await loadAdminToken(config)).value) };
+  // A command reads the store afresh every time: nothing to cache across requests.
+  const tokens = new TokenStore(store, (await loadAdminToken(config)).value, { cacheMs: 0 });
+  return { store, wal: new Wal(store), tokens };
 }
 
 /** A command's exit status: 0 success, 1 failure, 2 usage error. */

@@ -17,7 +17,7 @@ export async function serve(args: string[]): Promise<ExitCode> {
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(values.data !== undefined ? { dataDir: values.data } : {}),
   });
-  const logger = jsonLogger({ quiet: config.quiet });
+  const logger = jsonLogger({ quiet: config.quiet, secrets: [config.adminToken] });
   const app = await createApp(config, logger);
   const server = createNodeServer(app.handler, logger);
   await new Promise<void>((resolve, reject) => {
@@ -28,17 +28,12 @@ export async function serve(args: string[]): Promise<ExitCode> {
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = config.publicUrl ?? `http://${config.host}:${port}`;
   const tokenFile = join(config.dataDir, 'admin-token');
-  const credential = app.adminToken.generated
-    ? app.adminToken.value
-    : config.adminToken
-      ? '$NARWAL_ADMIN_TOKEN'
-      : `$(cat ${tokenFile})`;
+  // The admin token itself is never printed: server output ends up in logs.
+  const credential = config.adminToken ? '$NARWAL_ADMIN_TOKEN' : `$(cat ${tokenFile})`;
   console.log(
     [
       `narwal listening on ${url} (store: ${config.store.kind === 'fs' ? config.store.root : `s3://${config.store.bucket}`})`,
-      app.adminToken.generated
-        ? `admin token (generated, saved in ${tokenFile}): ${app.adminToken.value}`
-        : '',
+      app.adminToken.generated ? `admin token generated and saved in ${tokenFile}` : '',
       'push a repository:',
       `  git push ${url.replace('://', `://admin:${credential}@`)}/me/project.git HEAD:main`,
       `  git clone ${url.replace('://', `://admin:${credential}@`)}/me/project.git`,

@@ -58,7 +58,13 @@ async function authenticate(deps: HandlerDeps, request: CoreRequest): Promise<Pr
   return principal;
 }
 
+/**
+ * The path as the router sees it. A percent-encoded `/` or `\` is refused rather than decoded:
+ * it would let one repository be named by a URL whose segments say something else. What is left
+ * is checked by parseRepoName, so `..`, `.`, empty segments and odd characters never reach a key.
+ */
 function decodePath(raw: string): string {
+  if (/%(2f|5c)/i.test(raw)) throw badRequest('narwal: encoded "/" or "\\" in the URL path');
   try {
     const path = decodeURIComponent(raw);
     if (path.includes('\0') || path.includes('\\'))

@@ -2,12 +2,13 @@
  * The one place where errors become HTTP responses. Anything not meant for the client becomes a
  * plain 500 with the request id (the log has the rest), never a stack or an SDK error.
  */
+import { AccessDenied } from '../auth/AccessDenied.js';
 import { Busy } from '../git/GitBudget.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
 import { RepoNotFound } from '../wal/Publisher.js';
-import { HttpError } from './HttpError.js';
+import { HttpError, unauthorized } from './HttpError.js';
 import type { CoreResponse } from './types.js';
 
 export interface ErrorLogger {
@@ -16,6 +17,7 @@ export interface ErrorLogger {
 
 export function errorResponse(error: unknown, requestId: string, logger: ErrorLogger): CoreResponse {
   if (error instanceof HttpError) return text(error.status, error.message, error.headers);
+  if (error instanceof AccessDenied) return accessDenied(error);
   if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
   if (error instanceof Busy) {
@@ -42,6 +44,16 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   }
   logger.error('unexpected error', { requestId, error: describe(error) });
   return text(500, `narwal: internal error (request ${requestId})`);
+}
+
+/** 401 asks git for credentials; a hidden repository gets the same 404 as a missing one. */
+function accessDenied(error: AccessDenied): CoreResponse {
+  const message = `narwal: ${error.message}`;
+  if (error.reason === 'Unauthenticated') {
+    const challenge = unauthorized(message);
+    return text(challenge.status, challenge.message, challenge.headers);
+  }
+  return text(error.reason === 'Hidden' ? 404 : 403, message);
 }
 
 export function text(

@@ -6,7 +6,8 @@
 
 import type { ChildProcess } from 'node:child_process';
 import { Readable } from 'node:stream';
-import { canCreate, canRead, canWrite, type Principal } from '../auth/Principal.js';
+import { allows, authorize } from '../auth/authorize.js';
+import type { Principal } from '../auth/Principal.js';
 import type { Generation, RepoCache } from '../cache/RepoCache.js';
 import { childBody, childExit, firstOutput } from '../git/childOutput.js';
 import { Busy } from '../git/GitBudget.js';
@@ -21,7 +22,7 @@ import type { LoadedIndex, RefValue } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
 import { errorResponse } from './errorResponse.js';
-import { badRequest, forbidden, HttpError, notFound, unauthorized } from './HttpError.js';
+import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
 import { decodedBody } from './requestBody.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -61,7 +62,7 @@ export async function infoRefs(
     service === 'git-upload-pack' &&
     wantsProtocolV2(protocol) &&
     recent !== undefined &&
-    canRead(principal, repo, recent.index.public);
+    allows(principal, repo, 'read', { public: recent.index.public });
   const loaded = capabilitiesOnly
     ? null
     : service === 'git-upload-pack'
@@ -257,32 +258,24 @@ async function authorizeRead(
   // round trip when this node saw the repository private moments ago. (A cached "public" is
   // never trusted: it is checked against the current index.)
   const known = deps.wal.recentIndex(repo, 5_000);
-  if (principal === null && known && !known.index.public) {
-    throw unauthorized(`narwal: authentication required for ${repo}`);
-  }
+  if (principal === null && known && !known.index.public) authorize(null, repo, 'read');
   const loaded = await deps.wal.readIndex(repo);
-  if (loaded && canRead(principal, repo, loaded.index.public)) return loaded;
-  if (principal === null) throw unauthorized(`narwal: authentication required for ${repo}`);
-  throw notFound(`narwal: repository ${repo} not found`);
+  authorize(principal, repo, 'read', { public: loaded?.index.public ?? false });
+  if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
+  return loaded;
 }
 
+/** Reads the index and checks push access; null means the push may create the repository. */
 async function authorizePush(
   deps: GitRouteDeps,
   repo: string,
   principal: Principal | null,
 ): Promise<LoadedIndex | null> {
-  if (principal === null) throw unauthorized(`narwal: authentication required to push to ${repo}`);
+  if (principal === null) authorize(null, repo, 'write');
   const loaded = await deps.wal.readIndex(repo);
-  if (loaded === null) {
-    if (canCreate(principal, repo)) return null;
-    if (canRead(principal, repo, false))
-      throw forbidden(`narwal: token ${principal.name} may not create ${repo}`);
-    throw notFound(`narwal: repository ${repo} not found`);
-  }
-  if (canWrite(principal, repo)) return loaded;
-  if (canRead(principal, repo, loaded.index.public))
-    throw forbidden(`narwal: token ${principal.name} may not push to ${repo}`);
-  throw notFound(`narwal: repository ${repo} not found`);
+  if (loaded === null) authorize(principal, repo, 'create');
+  else authorize(principal, repo, 'write', { public: loaded.index.public });
+  return loaded;
 }
 
 async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIndex> {

@@ -58,17 +58,17 @@ const CLI = resolve(import.meta.dirname, '../../dist/narwal.js');
 export async function startProcess(options: {
   dataDir: string;
   env?: Record<string, string>;
-}): Promise<RunningNarwal & { child: ChildProcess }> {
+}): Promise<RunningNarwal & { child: ChildProcess; output(): string }> {
   const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', options.dataDir], {
     env: { PATH: process.env.PATH, NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, NARWAL_QUIET: '1', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
+  let out = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
   });
   const url = await new Promise<string>((done, fail) => {
-    let out = '';
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
       const match = /listening on (http:\/\/[^\s]+)/.exec(out);
@@ -81,6 +81,8 @@ export async function startProcess(options: {
     url,
     authUrl: url.replace('://', `://admin:${ADMIN_TOKEN}@`),
     dataDir: options.dataDir,
+    /** Everything the process printed so far: stdout, then stderr (its log lines). */
+    output: () => `${out}${stderr}`,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((done) => child.once('exit', done));

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       storeLatencyMs: 0,
       storeFaults: [],
       adminToken: undefined,
+      tokenCacheMs: 5_000,
       publicUrl: undefined,
       maxPushBytes: 2 * 1024 ** 3,
       maxFetchRequestBytes: 64 * 1024 ** 2,
@@ -169,14 +170,16 @@ describe('loadConfig', () => {
   it('parses flags and optional strings', () => {
     const config = loadConfig({
       NARWAL_QUIET: 'YES',
-      NARWAL_ADMIN_TOKEN: 'adm',
+      NARWAL_ADMIN_TOKEN: 'adm-0123456789abcdef',
+      NARWAL_TOKEN_CACHE_MS: '0',
       NARWAL_PUBLIC_URL: 'https://git.example',
       NARWAL_GIT_CHILDREN: '4',
       NARWAL_GIT_QUEUE_MS: '0',
     });
     expect(config).toMatchObject({
       quiet: true,
-      adminToken: 'adm',
+      adminToken: 'adm-0123456789abcdef',
+      tokenCacheMs: 0,
       publicUrl: 'https://git.example',
       gitChildren: 4,
       gitQueueMs: 0,
@@ -185,6 +188,9 @@ describe('loadConfig', () => {
       adminToken: undefined,
       publicUrl: undefined,
     });
+    expect(configError({ NARWAL_TOKEN_CACHE_MS: '300001' }).message).toBe(
+      'NARWAL_TOKEN_CACHE_MS must be an integer between 0 and 300000, not "300001"',
+    );
     expect(configError({ NARWAL_QUIET: '2' }).message).toBe('NARWAL_QUIET must be true or false, not "2"');
     expect(configError({ NARWAL_GIT_CHILDREN: '0' }).message).toBe(
       'NARWAL_GIT_CHILDREN must be an integer between 1 and 10000, not "0"',
@@ -192,6 +198,22 @@ describe('loadConfig', () => {
     expect(configError({ NARWAL_MAX_PUSH_BYTES: '10' }).message).toMatch(
       /^NARWAL_MAX_PUSH_BYTES must be an integer/,
     );
+  });
+});
+
+describe('NARWAL_ADMIN_TOKEN', () => {
+  it.each([
+    ['short', 'adm'],
+    ['15 characters', 'x'.repeat(15)],
+    ['with a space', 'correct horse battery'],
+  ])('is refused when %s', (_, value) => {
+    expect(configError({ NARWAL_ADMIN_TOKEN: value }).message).toBe(
+      `NARWAL_ADMIN_TOKEN must be at least 16 characters with no spaces (got ${value.length})`,
+    );
+  });
+
+  it('never appears in the error message', () => {
+    expect(configError({ NARWAL_ADMIN_TOKEN: 'secret-1 2' }).message).not.toContain('secret');
   });
 });
 

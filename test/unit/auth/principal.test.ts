@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { canCreate, canRead, canWrite, matchesRepo, type Principal } from '../../../lib/auth/Principal.js';
+import {
+  holds,
+  InvalidGrant,
+  includes,
+  matchesRepo,
+  type Principal,
+  parsePattern,
+  parseScope,
+  SCOPES,
+} from '../../../lib/auth/Principal.js';
 
 describe('matchesRepo', () => {
   it.each([
@@ -38,39 +47,59 @@ describe('matchesRepo', () => {
   });
 });
 
-const principal = (p: Partial<Principal>): Principal => ({
-  name: 'p',
-  admin: false,
-  create: false,
-  read: [],
-  write: [],
-  ...p,
+describe('parsePattern / parseScope', () => {
+  it.each(['app', 'alice/app', 'alice/*', '*/app', '**', 'alice/**', 'a.b_c-d/app-*'])('accepts %j', (p) => {
+    expect(parsePattern(p)).toBe(p);
+  });
+
+  it.each(['', '/', 'a/', '/a', 'a//b', 'a/b/c', 'has space', 'a$b', 'team/[ab]', 'x'.repeat(101)])(
+    'refuses %j with a message naming it',
+    (p) => {
+      expect(() => parsePattern(p)).toThrow(InvalidGrant);
+      expect(() => parsePattern(p)).toThrow(`invalid repository pattern ${JSON.stringify(p)}`);
+    },
+  );
+
+  it('knows exactly the three scopes', () => {
+    expect(SCOPES.map(parseScope)).toEqual(['read', 'write', 'admin']);
+    expect(() => parseScope('owner')).toThrow('invalid scope "owner": use read, write or admin');
+  });
 });
 
-describe('canRead / canWrite / canCreate', () => {
-  const anonymous = null;
-  const reader = principal({ read: ['alice/*'] });
-  const writer = principal({ write: ['alice/app'] });
-  const creator = principal({ create: true, write: ['alice/*'] });
-  const createOnly = principal({ create: true, read: ['alice/*'] });
-  const admin = principal({ admin: true });
-
+describe('includes / holds', () => {
   it.each([
-    // who, repo, public, read, write, create
-    ['anonymous', anonymous, 'alice/app', false, false, false, false],
-    ['anonymous', anonymous, 'alice/app', true, true, false, false],
-    ['reader', reader, 'alice/app', false, true, false, false],
-    ['reader', reader, 'bob/app', false, false, false, false],
-    ['reader', reader, 'bob/app', true, true, false, false],
-    ['writer', writer, 'alice/app', false, true, true, false],
-    ['writer', writer, 'alice/other', false, false, false, false],
-    ['creator', creator, 'alice/new', false, true, true, true],
-    ['creator', creator, 'bob/new', false, false, false, false],
-    ['create without write', createOnly, 'alice/new', false, true, false, false],
-    ['admin', admin, 'anyone/anything', false, true, true, true],
-  ] as const)('%s on %s (public %s)', (_who, who, repo, isPublic, read, write, create) => {
-    expect(canRead(who, repo, isPublic)).toBe(read);
-    expect(canWrite(who, repo)).toBe(write);
-    expect(canCreate(who, repo)).toBe(create);
+    ['read', 'read', true],
+    ['read', 'write', false],
+    ['read', 'admin', false],
+    ['write', 'read', true],
+    ['write', 'write', true],
+    ['write', 'admin', false],
+    ['admin', 'read', true],
+    ['admin', 'write', true],
+    ['admin', 'admin', true],
+  ] as const)('%s includes %s: %s', (held, needed, expected) => {
+    expect(includes(held, needed)).toBe(expected);
+  });
+
+  const p = (grants: Principal['grants']): Principal => ({ name: 'p', grants, create: false });
+
+  it('matches the repository against each grant of a sufficient scope', () => {
+    const dev = p([
+      { scope: 'read', pattern: 'docs/*' },
+      { scope: 'write', pattern: 'team/app' },
+    ]);
+    expect(holds(dev, 'read', 'docs/guide')).toBe(true);
+    expect(holds(dev, 'write', 'docs/guide')).toBe(false);
+    expect(holds(dev, 'read', 'team/app')).toBe(true);
+    expect(holds(dev, 'write', 'team/app')).toBe(true);
+    expect(holds(dev, 'write', 'team/app2')).toBe(false);
+    expect(holds(dev, 'admin', 'team/app')).toBe(false);
+  });
+
+  it('grants on the host only through the global pattern', () => {
+    expect(holds(p([{ scope: 'admin', pattern: '**' }]), 'admin', null)).toBe(true);
+    expect(holds(p([{ scope: 'admin', pattern: 'team/*' }]), 'admin', null)).toBe(false);
+    expect(holds(p([{ scope: 'admin', pattern: '*' }]), 'admin', null)).toBe(false);
+    expect(holds(p([{ scope: 'write', pattern: '**' }]), 'admin', null)).toBe(false);
   });
 });

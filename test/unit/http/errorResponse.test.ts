@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AccessDenied } from '../../../lib/auth/AccessDenied.js';
 import { Busy } from '../../../lib/git/GitBudget.js';
 import { errorResponse } from '../../../lib/http/errorResponse.js';
 import { unauthorized } from '../../../lib/http/HttpError.js';
@@ -34,5 +35,21 @@ describe('errorResponse', () => {
     const { status, text } = answer(new TypeError('x is undefined'));
     expect(status).toBe(500);
     expect(text).toBe('narwal: internal error (request req-1)\n');
+  });
+});
+
+describe('errorResponse for refused access', () => {
+  it('asks for credentials, forbids, or answers as for a missing repository', () => {
+    const unauthenticated = answer(new AccessDenied('Unauthenticated', 'a/b', 'read', null));
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.headers['www-authenticate']).toMatch(/^Basic realm="narwal"/);
+    expect(unauthenticated.text).toBe('narwal: authentication required for a/b\n');
+    const forbidden = answer(new AccessDenied('Forbidden', 'a/b', 'write', 'ci'));
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.text).toBe('narwal: token ci may not push to a/b\n');
+    const hidden = answer(new AccessDenied('Hidden', 'a/b', 'write', 'ci'));
+    expect(hidden.status).toBe(404);
+    expect(hidden.text).toBe('narwal: repository a/b not found\n');
+    expect(hidden.headers['www-authenticate']).toBeUndefined();
   });
 });

@@ -1,0 +1,33 @@
+/**
+ * Scrubs credentials from text bound for a log: narwal tokens (the public id is kept, so a line
+ * still says which token it was), the user-info of URLs, HTTP Basic and Bearer credentials, and
+ * any exact secret the process was configured with. The log sink applies it to every line, so a
+ * field that carries a secret by mistake is covered too.
+ */
+const RULES: readonly [RegExp, string][] = [
+  [/\bnwl_([0-9a-f]{16})_[A-Za-z0-9_-]+/g, 'nwl_$1_[redacted]'],
+  [/\bnwl_(?![0-9a-f]{16}_\[redacted\])[A-Za-z0-9_-]{8,}/g, 'nwl_[redacted]'],
+  [/\b([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/\s@"'<>]+@/g, '$1[redacted]@'],
+  [/\b(Basic|Bearer)(\s+|%20)[A-Za-z0-9+/=._~-]+/gi, '$1 [redacted]'],
+];
+
+/** Header and field names whose values are credentials whatever they look like. */
+export const SECRET_FIELD = /^(authorization|proxy-authorization|cookie|set-cookie|password|secret)$/i;
+
+/** Secrets shorter than this are refused by configuration, so scrubbing them cannot eat text. */
+export const MIN_SECRET_LENGTH = 16;
+
+export function redactor(secrets: readonly (string | undefined)[] = []): (text: string) => string {
+  const exact = secrets.filter((s): s is string => s !== undefined && s.length >= MIN_SECRET_LENGTH);
+  return (text) => {
+    let out = text;
+    for (const secret of exact) out = out.split(secret).join('[redacted]');
+    for (const secret of exact) {
+      // The same secret as it appears inside a JSON string or a URL.
+      for (const form of [JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])
+        if (form !== secret) out = out.split(form).join('[redacted]');
+    }
+    for (const [pattern, replacement] of RULES) out = out.replace(pattern, replacement);
+    return out;
+  };
+}
