@@ -5,16 +5,19 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
 import { Checkpointer } from './cache/Checkpointer.js';
 import { type SweepResult, sweepCache } from './cache/evict.js';
 import { claimNodeDir } from './cache/nodeDir.js';
+import { inProcessPrewarm, type PrewarmTrigger, type PrewarmWork } from './cache/prewarmTrigger.js';
 import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { installHooks } from './git/hookScript.js';
 import { createHandler } from './http/createHandler.js';
+import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
 import type { Logger } from './log.js';
 import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
@@ -27,6 +30,7 @@ import type { LoadedIndex } from './wal/types.js';
 import { Wal } from './wal/Wal.js';
 
 export interface App {
+  readonly config: Config;
   readonly handler: CoreHandler;
   readonly store: ObjectStore;
   readonly wal: Wal;
@@ -70,11 +74,13 @@ export async function createStore(config: Config): Promise<ObjectStore> {
   return new FaultyObjectStore(base, { latencyMs: config.storeLatencyMs, faults: config.storeFaults });
 }
 
-export async function createApp(
-  config: Config,
-  logger: Logger,
-  options: { store?: ObjectStore } = {},
-): Promise<App> {
+export interface AppOptions {
+  readonly store?: ObjectStore;
+  /** The Lambda client the prewarm trigger invokes with, when `config.prewarm.kind` is lambda. */
+  readonly lambdaClient?: LambdaClient;
+}
+
+export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const store = options.store ?? (await createStore(config));
   const adminToken = await loadAdminToken(config);
   const home = join(config.dataDir, 'home');
@@ -104,11 +110,9 @@ export async function createApp(
     background.add(work);
     void work.finally(() => background.delete(work));
   };
-  const afterPublish = (repo: string, loaded: LoadedIndex) => {
-    // The next fetch will want the generation of this index: start building it now.
-    track(cache.prewarm(cache.target(loaded)));
-    track(checkpointer.maybe(repo, loaded));
-  };
+  const prewarm = await createPrewarmTrigger(config, logger, { cache, checkpointer }, options.lambdaClient);
+  // The next fetch will want the generation of this index: start building it now.
+  const afterPublish = (repo: string, loaded: LoadedIndex) => track(prewarm.trigger(repo, loaded));
   const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
   const handler = createHandler({
     wal,
@@ -126,8 +130,19 @@ export async function createApp(
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
+    ...(config.route
+      ? {
+          routeTransfer: createTransferRouter({
+            wal,
+            logger,
+            poolUrl: config.route.poolUrl,
+            limits: { maxCloneBytes: config.route.maxCloneBytes, maxPushBytes: config.route.maxPushBytes },
+          }),
+        }
+      : {}),
   });
   return {
+    config,
     handler,
     store,
     wal,
@@ -145,6 +160,25 @@ export async function createApp(
       await node.remove();
     },
   };
+}
+
+/** In this process, or (on Lambda) by an asynchronous invocation of the prewarm function. */
+async function createPrewarmTrigger(
+  config: Config,
+  logger: Logger,
+  work: PrewarmWork,
+  client: LambdaClient | undefined,
+): Promise<PrewarmTrigger> {
+  if (config.prewarm.kind === 'local') return inProcessPrewarm(work);
+  const [{ LambdaClient }, { LambdaPrewarmTrigger }] = await Promise.all([
+    import('@aws-sdk/client-lambda'),
+    import('./lambda/LambdaPrewarmTrigger.js'),
+  ]);
+  return new LambdaPrewarmTrigger({
+    client: client ?? new LambdaClient({ region: config.prewarm.region }),
+    functionName: config.prewarm.functionName,
+    logger,
+  });
 }
 
 /**

@@ -30,6 +30,26 @@ export interface Config {
   readonly gitChildren: number;
   readonly gitQueueMs: number;
   readonly quiet: boolean;
+  /** Where long transfers go: set only on the Lambda functions, never on the pool itself. */
+  readonly route: RouteConfig | null;
+  /** How the next generation is built after a publish: in this process, or by the prewarm function. */
+  readonly prewarm: { readonly kind: 'local' } | PrewarmLambdaConfig;
+}
+
+export interface RouteConfig {
+  /** Base URL of the pool of long-running servers, without a trailing slash. */
+  readonly poolUrl: string;
+  /** Clones and fetches of a repository whose estimated pack is larger go to the pool. */
+  readonly maxCloneBytes: number;
+  /** Pushes go to the pool when one of the repository's recent pushes was larger. */
+  readonly maxPushBytes: number;
+}
+
+export interface PrewarmLambdaConfig {
+  readonly kind: 'lambda';
+  /** Name or ARN of the prewarm function, invoked asynchronously. */
+  readonly functionName: string;
+  readonly region: string;
 }
 
 export interface S3Config {
@@ -94,7 +114,29 @@ export function loadConfig(
           region: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
           endpoint: optional(env, 'NARWAL_DYNAMODB_ENDPOINT'),
         };
+  const poolUrl = optional(env, 'NARWAL_POOL_URL');
+  const route =
+    poolUrl === undefined
+      ? null
+      : {
+          poolUrl: baseUrl('NARWAL_POOL_URL', poolUrl),
+          maxCloneBytes: integer(env, 'NARWAL_ROUTE_CLONE_BYTES', 4 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
+          maxPushBytes: integer(env, 'NARWAL_ROUTE_PUSH_BYTES', 2 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
+        };
+  const prewarmKind = optional(env, 'NARWAL_PREWARM') ?? 'local';
+  if (prewarmKind !== 'local' && prewarmKind !== 'lambda')
+    throw new ConfigError(`NARWAL_PREWARM must be "local" or "lambda", not ${JSON.stringify(prewarmKind)}`);
+  const prewarm =
+    prewarmKind === 'local'
+      ? { kind: 'local' as const }
+      : {
+          kind: 'lambda' as const,
+          functionName: required(env, 'NARWAL_PREWARM_FUNCTION'),
+          region: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
+        };
   return {
+    route,
+    prewarm,
     presence,
     leaseTtlMs: integer(env, 'NARWAL_LEASE_TTL_MS', 60_000, 1_000, 3_600_000),
     idleEvictMs: integer(env, 'NARWAL_IDLE_EVICT_MS', 30 * 60_000, 1_000, 30 * 24 * 3_600_000),
@@ -171,6 +213,20 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
   if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
   throw new ConfigError(`${name} must be true or false, not ${JSON.stringify(raw)}`);
+}
+
+/** An absolute http(s) URL with no query or fragment; a trailing slash is dropped. */
+function baseUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, not ${JSON.stringify(raw)}`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '')
+    throw new ConfigError(`${name} must be an http(s) URL without a query, not ${JSON.stringify(raw)}`);
+  if (url.username !== '' || url.password !== '') throw new ConfigError(`${name} must not carry credentials`);
+  return url.href.replace(/\/+$/, '');
 }
 
 /** `narwal` and `narwal/` both mean the folder narwal/. */

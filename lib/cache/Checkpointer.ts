@@ -221,7 +221,7 @@ export class Checkpointer {
           bitmapPath: join(packDir, `${name}.bitmap`),
         })),
       );
-      await publisher.publish({
+      const published = await publisher.publish({
         repo,
         commands: [],
         atomic: false,
@@ -230,6 +230,8 @@ export class Checkpointer {
         // A checkpoint entry; a newer checkpoint that landed meanwhile wins and this one is dropped.
         checkpoint: pointer,
       });
+      // The entry is a new index, so a new generation: the next fetch should find it ready too.
+      if (published.seq !== null) await cache.prewarm(cache.target(published.loaded));
       return pointer;
     } finally {
       await generation.release();

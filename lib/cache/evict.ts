@@ -127,3 +127,8 @@ async function repositoryDirs(reposRoot: string): Promise<{ repo: string; dir: s
 async function children(dir: string): Promise<string[]> {
   return readdir(dir).catch(() => [] as string[]);
 }
+
+/** The repositories that have a cache under `root` (the ones recently pushed to or read). */
+export async function cachedRepositories(root: string): Promise<string[]> {
+  return (await repositoryDirs(join(root, 'repos'))).map((found) => found.repo);
+}

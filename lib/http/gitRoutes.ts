@@ -24,6 +24,7 @@ import { RepoExists } from '../wal/Wal.js';
 import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
 import { decodedBody } from './requestBody.js';
+import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
 export type GitService = 'git-upload-pack' | 'git-receive-pack';
@@ -35,6 +36,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
+  readonly routeTransfer?: TransferRouter;
 }
 
 const NO_CACHE = {
@@ -53,6 +56,8 @@ export async function infoRefs(
   if (service !== 'git-upload-pack' && service !== 'git-receive-pack') {
     throw forbidden('narwal: only the smart HTTP protocol is supported; use git 1.6.6 or newer');
   }
+  const routed = await deps.routeTransfer?.(request, repo, service);
+  if (routed) return routed;
   const protocol = request.headers['git-protocol'];
   // In protocol v2 this answer is the server's capabilities, no refs: nothing in it can be stale,
   // so a repository this node read moments ago needs no store round trip and no generation. The

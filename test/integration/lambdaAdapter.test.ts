@@ -2,6 +2,7 @@ import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handleEvent } from '../../functions/http.js';
 import type { App } from '../../lib/app.js';
+import { silentLogger } from '../../lib/log.js';
 import { gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
@@ -47,6 +48,7 @@ describe('the Lambda adapter', () => {
         queryStringParameters: { service: 'git-upload-pack' },
         headers: { Authorization: `Basic ${Buffer.from(`x:${ADMIN_TOKEN}`).toString('base64')}` },
       }),
+      { logger: silentLogger },
     );
     expect(result.statusCode).toBe(200);
     expect(result.isBase64Encoded).toBe(true);
@@ -59,6 +61,7 @@ describe('the Lambda adapter', () => {
     const result = await handleEvent(
       server.app.handler,
       event({ path: '/lambda/repo.git/info/refs', queryStringParameters: { service: 'git-upload-pack' } }),
+      { logger: silentLogger },
     );
     expect(result.statusCode).toBe(401);
     expect(result.headers?.['www-authenticate']).toMatch(/^Basic/);

@@ -41,6 +41,10 @@ function stalledFetch(url: string, repo: string, want: string): Promise<{ abort(
         headers: { authorization: auth, 'content-type': 'application/x-git-upload-pack-request' },
       },
       (res) => {
+        if (res.statusCode !== 200) {
+          reject(new Error(`stalled fetch answered ${res.statusCode}`));
+          return;
+        }
         res.once('data', () => {
           res.pause();
           resolve({ abort: () => req.destroy() });
@@ -127,8 +131,11 @@ describe('the git process budget', () => {
   });
 
   it('refuses at once with 503, Retry-After and a message git prints', async () => {
-    const { work, head } = await bigRepo(8);
+    const { work, head } = await bigRepo(32);
     await gitOk(['push', `${server.authUrl}/busy/repo.git`, 'main'], { cwd: work, home });
+    // The push's background work (prewarm, checkpoint) takes the one slot too: let it finish.
+    // The pack is larger than what socket buffers hold, so the stalled upload-pack keeps its slot.
+    await server.app.idle();
     const stalled = await stalledFetch(server.url, 'busy/repo', head);
     try {
       const response = await fetch(`${server.url}/busy/repo.git/info/refs?service=git-upload-pack`, {

@@ -36,6 +36,8 @@ describe('loadConfig', () => {
       idleEvictMs: 30 * 60_000,
       checkpointEveryEntries: 100,
       checkpointEveryBytes: 64 * 1024 ** 2,
+      route: null,
+      prewarm: { kind: 'local' },
     });
   });
 
@@ -214,6 +216,73 @@ describe('NARWAL_ADMIN_TOKEN', () => {
 
   it('never appears in the error message', () => {
     expect(configError({ NARWAL_ADMIN_TOKEN: 'secret-1 2' }).message).not.toContain('secret');
+  });
+});
+
+describe('routing of long transfers', () => {
+  it('routes nothing without NARWAL_POOL_URL', () => {
+    expect(loadConfig({ NARWAL_ROUTE_CLONE_BYTES: '5' }).route).toBeNull();
+    expect(loadConfig({ NARWAL_POOL_URL: '' }).route).toBeNull();
+  });
+
+  it('defaults the thresholds to what a buffered Lambda response and request carry', () => {
+    expect(loadConfig({ NARWAL_POOL_URL: 'http://pool.example:8080/' }).route).toEqual({
+      poolUrl: 'http://pool.example:8080',
+      maxCloneBytes: 4 * 1024 ** 2,
+      maxPushBytes: 2 * 1024 ** 2,
+    });
+  });
+
+  it('keeps a path prefix of the pool URL and reads both thresholds', () => {
+    expect(
+      loadConfig({
+        NARWAL_POOL_URL: 'https://pool.example/git//',
+        NARWAL_ROUTE_CLONE_BYTES: '104857600',
+        NARWAL_ROUTE_PUSH_BYTES: '0',
+      }).route,
+    ).toEqual({ poolUrl: 'https://pool.example/git', maxCloneBytes: 104_857_600, maxPushBytes: 0 });
+  });
+
+  it.each([
+    ['pool.example', 'must be an http(s) URL, not "pool.example"'],
+    ['ftp://pool.example', 'must be an http(s) URL without a query, not "ftp://pool.example"'],
+    ['http://pool.example/?a=1', 'must be an http(s) URL without a query, not "http://pool.example/?a=1"'],
+    ['http://pool.example/#x', 'must be an http(s) URL without a query, not "http://pool.example/#x"'],
+    ['http://u:p@pool.example', 'must not carry credentials'],
+  ])('refuses NARWAL_POOL_URL=%j', (value, message) => {
+    expect(configError({ NARWAL_POOL_URL: value }).message).toBe(`NARWAL_POOL_URL ${message}`);
+  });
+
+  it('refuses thresholds that are not byte counts', () => {
+    expect(configError({ NARWAL_POOL_URL: 'http://p', NARWAL_ROUTE_CLONE_BYTES: '4MB' }).message).toMatch(
+      /^NARWAL_ROUTE_CLONE_BYTES must be an integer between 0 and/,
+    );
+    expect(configError({ NARWAL_POOL_URL: 'http://p', NARWAL_ROUTE_PUSH_BYTES: '-1' }).message).toMatch(
+      /^NARWAL_ROUTE_PUSH_BYTES must be an integer between 0 and/,
+    );
+  });
+});
+
+describe('prewarm', () => {
+  it('prewarms in this process by default', () => {
+    expect(loadConfig({ NARWAL_PREWARM_FUNCTION: 'f' }).prewarm).toEqual({ kind: 'local' });
+  });
+
+  it('invokes the prewarm function when asked, in the configured region', () => {
+    expect(
+      loadConfig({
+        NARWAL_PREWARM: 'lambda',
+        NARWAL_PREWARM_FUNCTION: 'narwal-prewarm',
+        AWS_REGION: 'eu-west-1',
+      }).prewarm,
+    ).toEqual({ kind: 'lambda', functionName: 'narwal-prewarm', region: 'eu-west-1' });
+  });
+
+  it('requires the function name and refuses unknown kinds', () => {
+    expect(configError({ NARWAL_PREWARM: 'lambda' }).message).toBe('NARWAL_PREWARM_FUNCTION is required');
+    expect(configError({ NARWAL_PREWARM: 'sqs' }).message).toBe(
+      'NARWAL_PREWARM must be "local" or "lambda", not "sqs"',
+    );
   });
 });
 

@@ -1,0 +1,44 @@
+#!/bin/bash
+# User data of a pool instance (Amazon Linux 2023). The template passes it through Fn::Sub, which
+# fills in the resource names and puts the systemd unit (deploy/pool/narwal-pool.service) where
+# the Unit variable is; bash variables here are therefore written without braces.
+set -euo pipefail
+dnf install -y docker amazon-efs-utils
+systemctl enable --now docker
+
+# The shared cache, through the same access point (and so as the same POSIX user) as the functions.
+mkdir -p /mnt/narwal
+echo "${FileSystemId}:/ /mnt/narwal efs _netdev,tls,iam,accesspoint=${AccessPointId} 0 0" >> /etc/fstab
+mount /mnt/narwal
+
+# The image every function runs, from the deployment's ECR repository.
+aws ecr get-login-password --region ${AWS::Region} \
+  | docker login --username AWS --password-stdin ${RegistryHost}
+docker pull ${ImageUri}
+
+mkdir -p /etc/narwal
+umask 077
+cat > /etc/narwal/pool.env <<ENV
+NARWAL_IMAGE=${ImageUri}
+NARWAL_UID=${PosixUid}
+NARWAL_GID=${PosixGid}
+ENV
+ADMIN_TOKEN=$(aws secretsmanager get-secret-value --region ${AWS::Region} --secret-id ${AdminTokenSecret} \
+  --query SecretString --output text)
+cat > /etc/narwal/narwal.env <<ENV
+NARWAL_STORE=s3
+NARWAL_S3_BUCKET=${LogBucket}
+AWS_REGION=${AWS::Region}
+NARWAL_PRESENCE=dynamodb
+NARWAL_PRESENCE_TABLE=${PresenceTable}
+NARWAL_DATA=/tmp/narwal
+NARWAL_CACHE_DIR=/mnt/narwal/cache
+NARWAL_PUBLIC_URL=${PoolUrl}
+NARWAL_ADMIN_TOKEN=$ADMIN_TOKEN
+ENV
+
+cat > /etc/systemd/system/narwal-pool.service <<'UNIT'
+${Unit}
+UNIT
+systemctl daemon-reload
+systemctl enable --now narwal-pool

@@ -1,0 +1,52 @@
+/**
+ * What one Lambda container builds once and reuses across invocations: the configuration, the
+ * logger and the app with its store, presence and AWS clients. A failed start is not cached, so
+ * the next invocation tries again.
+ */
+import { type App, createApp } from '../../lib/app.js';
+import { loadConfig } from '../../lib/config.js';
+import { jsonLogger, type Logger } from '../../lib/log.js';
+
+export interface Container {
+  /** For what the adapters themselves report; the app logs through its own. */
+  readonly logger: Logger;
+  app(): Promise<App>;
+  /**
+   * Waits for the app's background work. A container is frozen once its handler returns, so work
+   * still running (the prewarm invocation after a push) must finish first.
+   */
+  idle(): Promise<void>;
+}
+
+export function lazyContainer(start: () => Promise<App>, logger: Logger): Container {
+  let app: Promise<App> | undefined;
+  let started: App | undefined;
+  return {
+    logger,
+    app() {
+      app ??= start().then(
+        (ready) => {
+          started = ready;
+          return ready;
+        },
+        (error: unknown) => {
+          app = undefined;
+          throw error;
+        },
+      );
+      return app;
+    },
+    async idle() {
+      await started?.idle();
+    },
+  };
+}
+
+/**
+ * The container of this process, configured from the environment. Its own logger reports what
+ * happens before the app exists (warnings and errors are never quiet).
+ */
+export const container: Container = lazyContainer(() => {
+  const config = loadConfig();
+  return createApp(config, jsonLogger({ quiet: config.quiet, secrets: [config.adminToken] }));
+}, jsonLogger());

@@ -1,0 +1,49 @@
+/**
+ * The scheduled maintenance function: idle eviction of the shared cache, and checkpoints of the
+ * repositories in it that are due one (after a push, the prewarm function makes them; this
+ * catches whatever a lost or throttled invocation left). The orphan sweep of the store is not
+ * part of it yet.
+ */
+import middy from '@middy/core';
+import type { ScheduledEvent } from 'aws-lambda';
+import type { App } from '../lib/app.js';
+import { cachedRepositories } from '../lib/cache/evict.js';
+import { mapLimit } from '../lib/util/mapLimit.js';
+import { type Container, container } from './adapter/container.js';
+
+export interface MaintenanceOutcome {
+  readonly evicted: { readonly generations: number; readonly repositories: number };
+  /** Repositories whose checkpoint policy was checked (and applied when due). */
+  readonly checked: number;
+}
+
+/** Checkpoints are repacks: a few at a time leave the function's CPU to each of them. */
+const CHECKPOINT_CONCURRENCY = 2;
+
+export function maintenanceHandler(from: Container) {
+  return middy<ScheduledEvent | Record<string, never>, MaintenanceOutcome>(
+    async (): Promise<MaintenanceOutcome> => {
+      const app = await from.app();
+      const evicted = await app.sweep();
+      const checked = await checkpointDue(app, from);
+      return { evicted, checked };
+    },
+    { requestEnd: () => from.idle() },
+  );
+}
+
+async function checkpointDue(app: App, from: Container): Promise<number> {
+  const repos = await cachedRepositories(app.config.cacheDir);
+  // One repository's failure never stops the rest; the next run tries it again.
+  await mapLimit(repos, CHECKPOINT_CONCURRENCY, async (repo) => {
+    try {
+      const loaded = await app.wal.readIndex(repo);
+      if (loaded !== null) await app.checkpointer.maybe(repo, loaded);
+    } catch (error) {
+      from.logger.warn('maintenance skipped a repository', { repo, error: String(error) });
+    }
+  });
+  return repos.length;
+}
+
+export const handler = maintenanceHandler(container);

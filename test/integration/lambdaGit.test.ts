@@ -1,0 +1,121 @@
+/**
+ * The real git CLI through API Gateway (the local harness) and the Lambda handlers: the streamed
+ * git function and its buffered variant, with Lambda's payload limits enforced.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../lib/log.js';
+import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { type FunctionKind, type LambdaStack, startLambdaStack } from '../helpers/lambdaStack.js';
+import { ADMIN_TOKEN, type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
+
+const withToken = (url: string) => url.replace('://', `://admin:${ADMIN_TOKEN}@`);
+
+describe.each(['streamed', 'buffered'] as FunctionKind[])('git through the %s git function', (kind) => {
+  let dataDir: string;
+  let stack: LambdaStack;
+  let direct: RunningNarwal;
+  let home: string;
+
+  beforeAll(async () => {
+    dataDir = await tempDataDir();
+    stack = await startLambdaStack({ dataDir, kind, logger: silentLogger });
+    // A node server on the same data directory, for what cannot pass through Lambda at all.
+    direct = await startInProcess({ dataDir });
+    home = await makeHome();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await direct?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('pushes, clones and fetches binary content intact, in protocol v0 and v2', async () => {
+    const url = `${withToken(stack.api.url)}/lambda/basic.git`;
+    const work = await workRepo(home, 2);
+    const blob = randomBytes(200_000);
+    await writeFile(join(work, 'blob.bin'), blob);
+    await gitOk(['add', 'blob.bin'], { cwd: work, home });
+    await gitOk(['commit', '-q', '-m', 'binary'], { cwd: work, home });
+    await gitOk(['push', url, 'main'], { cwd: work, home });
+    for (const version of ['0', '2']) {
+      const clone = join(home, `clone-v${version}`);
+      await gitOk(['-c', `protocol.version=${version}`, 'clone', '-q', url, clone], { home });
+      expect(Buffer.compare(await readFile(join(clone, 'blob.bin')), blob)).toBe(0);
+    }
+    const head = await commitFile(work, home, 'more.txt', 'more\n');
+    await gitOk(['push', url, 'main'], { cwd: work, home });
+    const clone = join(home, 'clone-v2');
+    await gitOk(['pull', '-q', url, 'main'], { cwd: clone, home });
+    expect((await gitOk(['rev-parse', 'HEAD'], { cwd: clone, home })).trim()).toBe(head);
+    expect(stack.api.invocations.some((i) => i.path === '/lambda/basic.git/git-receive-pack')).toBe(true);
+  });
+
+  it('takes a push larger than git’s post buffer (probe, then a chunked request)', async () => {
+    const url = `${withToken(stack.api.url)}/lambda/chunked.git`;
+    const work = await workRepo(home, 1, 'chunked');
+    await writeFile(join(work, 'big.bin'), randomBytes(2 * 1024 * 1024));
+    await gitOk(['add', 'big.bin'], { cwd: work, home });
+    await gitOk(['commit', '-q', '-m', 'big'], { cwd: work, home });
+    const before = stack.api.invocations.length;
+    await gitOk(['push', url, 'main'], { cwd: work, home });
+    const pushes = stack.api.invocations.slice(before).filter((i) => i.path.endsWith('/git-receive-pack'));
+    // The 4-byte probe and the real request, both answered by the function.
+    expect(pushes.map((p) => p.status)).toEqual([200, 200]);
+    const remote = await gitOk(['ls-remote', url, 'refs/heads/main'], { home });
+    expect(remote.split('\t')[0]).toBe((await gitOk(['rev-parse', 'HEAD'], { cwd: work, home })).trim());
+  });
+
+  it('asks for credentials the way git understands', async () => {
+    const out = await git(['ls-remote', `${stack.api.url}/lambda/basic.git`], { home });
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toMatch(/could not read Username|Authentication failed/);
+    const bad = await git(['ls-remote', `${stack.api.url.replace('://', '://x:wrong@')}/lambda/basic.git`], {
+      home,
+    });
+    expect(bad.stderr).toContain('narwal: invalid credentials');
+  });
+
+  it('refuses a push whose request cannot reach Lambda, changing nothing', async () => {
+    const url = `${withToken(stack.api.url)}/lambda/basic.git`;
+    const before = (await gitOk(['ls-remote', url, 'refs/heads/main'], { home })).trim();
+    const work = join(home, 'clone-v2');
+    // Random bytes do not compress: the request is ~5 MB, ~6.7 MB as base64 in the event.
+    await writeFile(join(work, 'huge.bin'), randomBytes(5 * 1024 * 1024));
+    await gitOk(['add', 'huge.bin'], { cwd: work, home });
+    await gitOk(['commit', '-q', '-m', 'huge'], { cwd: work, home });
+    const out = await git(['push', url, 'main'], { cwd: work, home });
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toMatch(/HTTP 413/);
+    expect(stack.api.refusals.at(-1)?.reason).toMatch(/over the Lambda request limit/);
+    expect((await gitOk(['ls-remote', url, 'refs/heads/main'], { home })).trim()).toBe(before);
+  });
+
+  it(
+    kind === 'streamed'
+      ? 'streams a clone larger than a buffered Lambda response'
+      : 'refuses a clone too large to buffer with a clear message, never a truncated pack',
+    async () => {
+      const work = await workRepo(home, 1, 'large');
+      await writeFile(join(work, 'large.bin'), randomBytes(7 * 1024 * 1024));
+      await gitOk(['add', 'large.bin'], { cwd: work, home });
+      await gitOk(['commit', '-q', '-m', 'large'], { cwd: work, home });
+      // Too large a request for Lambda: seeded through a server outside it.
+      await gitOk(['push', `${direct.authUrl}/lambda/large.git`, 'main'], { cwd: work, home });
+      const clone = join(home, 'large-clone');
+      const out = await git(['clone', '-q', `${withToken(stack.api.url)}/lambda/large.git`, clone], { home });
+      if (kind === 'streamed') {
+        expect(out.code).toBe(0);
+        const big = await readFile(join(clone, 'large.bin'));
+        expect(big.length).toBe(7 * 1024 * 1024);
+        expect(Buffer.compare(big, await readFile(join(work, 'large.bin')))).toBe(0);
+      } else {
+        expect(out.code).not.toBe(0);
+        expect(out.stderr).toMatch(/HTTP 503/);
+        expect(stack.api.refusals.filter((r) => r.path === '/lambda/large.git/git-upload-pack')).toEqual([]);
+      }
+    },
+  );
+});

@@ -1,0 +1,284 @@
+/**
+ * The deployment as CloudFormation: `npm run package` (osls, offline, placeholder credentials)
+ * and then the resources and their wiring, read from the template it writes.
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '../..');
+type Json = Record<string, unknown>;
+let template: {
+  Resources: Record<string, { Type: string; Properties: Json; DependsOn?: string[] }>;
+  Outputs: Json;
+};
+
+beforeAll(async () => {
+  // Packaged anew, so the template is always the one serverless.yml describes now.
+  await promisify(execFile)(process.execPath, ['scripts/package.mjs'], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  template = JSON.parse(
+    await readFile(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8'),
+  );
+}, 180_000);
+
+const resource = (id: string) => {
+  const found = template.Resources[id];
+  if (!found) throw new Error(`no resource ${id}`);
+  return found;
+};
+const ofType = (type: string) => Object.entries(template.Resources).filter(([, r]) => r.Type === type);
+const getAtt = (id: string, attribute: string) => ({ 'Fn::GetAtt': [id, attribute] });
+const ref = (id: string) => ({ Ref: id });
+/** A CloudFormation Fn::Sub placeholder, e.g. cfn('AWS::Region') for the region. */
+const cfn = (name: string) => `\${${name}}`;
+const text = (value: unknown) => JSON.stringify(value);
+
+interface Statement {
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: unknown;
+}
+
+function statements(): Statement[] {
+  const lambda = (
+    resource('IamRoleLambdaExecution').Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]
+  ).flatMap((p) => p.PolicyDocument.Statement);
+  const pool = (
+    resource('PoolRole').Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]
+  ).flatMap((p) => p.PolicyDocument.Statement);
+  return [...lambda, ...pool];
+}
+
+const actions = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+
+describe('the packaged CloudFormation template', () => {
+  it('has the functions, from the container image, each with its handler', () => {
+    const functions = Object.fromEntries(
+      ofType('AWS::Lambda::Function').map(([id, r]) => [
+        id,
+        r.Properties as Json & { ImageConfig: { Command: string[] } },
+      ]),
+    );
+    expect(Object.keys(functions).sort()).toEqual([
+      'GitLambdaFunction',
+      'MaintenanceLambdaFunction',
+      'PrewarmLambdaFunction',
+    ]);
+    expect(functions.GitLambdaFunction?.ImageConfig.Command).toEqual(['git.handler']);
+    expect(functions.PrewarmLambdaFunction?.ImageConfig.Command).toEqual(['prewarm.handler']);
+    expect(functions.MaintenanceLambdaFunction?.ImageConfig.Command).toEqual(['maintenance.handler']);
+    for (const fn of Object.values(functions)) {
+      expect(fn.PackageType).toBe('Image');
+      expect(text(fn.Code)).toMatch(/dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com\/narwal@sha256:[0-9a-f]{64}/);
+    }
+  });
+
+  it('scopes every data statement of both roles to the bucket, the table, the file system or the prewarm function', () => {
+    const all = statements();
+    for (const s of all.filter((s) => actions(s).some((a) => a.startsWith('s3:')))) {
+      expect(text(s.Resource)).toMatch(/LogBucket/);
+    }
+    for (const s of all.filter((s) => actions(s).some((a) => a.startsWith('dynamodb:')))) {
+      expect(s.Resource).toEqual(getAtt('PresenceTable', 'Arn'));
+      expect(actions(s).sort()).toEqual(
+        [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ].sort(),
+      );
+    }
+    const objectStatements = all.filter((s) => actions(s).includes('s3:GetObject'));
+    expect(objectStatements.map((s) => s.Resource)).toEqual([
+      { 'Fn::Sub': `${cfn('LogBucket.Arn')}/*` },
+      { 'Fn::Sub': `${cfn('LogBucket.Arn')}/*` },
+    ]);
+    const invoke = all.filter((s) => actions(s).includes('lambda:InvokeFunction'));
+    expect(text(invoke.map((s) => s.Resource))).toContain(
+      `:function:${resource('PrewarmLambdaFunction').Properties.FunctionName}`,
+    );
+    for (const s of all.filter((s) => actions(s).some((a) => a.startsWith('elasticfilesystem:')))) {
+      expect(text(s.Resource)).toMatch(/CacheFileSystem|CacheAccessPoint/);
+    }
+    // Nothing but logging and the registry login (which has no resource) is unscoped.
+    const unscoped = all.filter((s) => text(s.Resource).includes('"*"') || s.Resource === '*');
+    expect(unscoped.flatMap(actions)).toEqual(['ecr:GetAuthorizationToken']);
+    expect(all.flatMap(actions).filter((a) => a.endsWith(':*'))).toEqual([]);
+  });
+
+  it('mounts the shared cache through the access point in the VPC, once the mount targets exist', () => {
+    for (const [id, fn] of ofType('AWS::Lambda::Function')) {
+      expect(fn.Properties.FileSystemConfigs).toEqual([
+        { Arn: getAtt('CacheAccessPoint', 'Arn'), LocalMountPath: '/mnt/narwal' },
+      ]);
+      expect(fn.Properties.VpcConfig).toEqual({
+        SecurityGroupIds: [ref('FunctionSecurityGroup')],
+        SubnetIds: [ref('PrivateSubnetA'), ref('PrivateSubnetB')],
+      });
+      expect(fn.DependsOn, id).toEqual(expect.arrayContaining(['CacheMountTargetA', 'CacheMountTargetB']));
+      const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(env).toMatchObject({
+        NARWAL_STORE: 's3',
+        NARWAL_S3_BUCKET: ref('LogBucket'),
+        NARWAL_PRESENCE: 'dynamodb',
+        NARWAL_PRESENCE_TABLE: ref('PresenceTable'),
+        NARWAL_CACHE_DIR: '/mnt/narwal/cache',
+      });
+    }
+    const mounts = ofType('AWS::EFS::MountTarget').map(([, r]) => r.Properties);
+    expect(mounts.map((m) => m.SubnetId)).toEqual([ref('PrivateSubnetA'), ref('PrivateSubnetB')]);
+    const point = resource('CacheAccessPoint').Properties as {
+      PosixUser: Json;
+      RootDirectory: { Path: string };
+    };
+    expect(point.PosixUser).toEqual({ Uid: '1000', Gid: '1000' });
+    expect(point.RootDirectory.Path).toBe('/narwal');
+    const nfs = (resource('CacheSecurityGroup').Properties.SecurityGroupIngress as Json[]).map((r) => [
+      r.FromPort,
+      r.SourceSecurityGroupId,
+    ]);
+    expect(nfs).toEqual([
+      [2049, ref('FunctionSecurityGroup')],
+      [2049, ref('PoolSecurityGroup')],
+    ]);
+  });
+
+  it('reaches S3 and DynamoDB through gateway endpoints, and Lambda through an interface one', () => {
+    const endpoints = ofType('AWS::EC2::VPCEndpoint').map(([, r]) => r.Properties as Json);
+    const gateway = endpoints.filter((e) => e.VpcEndpointType === 'Gateway');
+    expect(gateway.map((e) => text(e.ServiceName)).sort()).toEqual([
+      text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.dynamodb` }),
+      text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.s3` }),
+    ]);
+    for (const e of gateway) expect(e.RouteTableIds).toContainEqual(ref('PrivateRouteTable'));
+    expect(
+      endpoints.filter((e) => e.VpcEndpointType === 'Interface').map((e) => text(e.ServiceName)),
+    ).toEqual([text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.lambda` })]);
+  });
+
+  it('keeps presence records in a table keyed pk/sk with TTL on ttl', () => {
+    const table = resource('PresenceTable').Properties;
+    expect(table.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'sk', KeyType: 'RANGE' },
+    ]);
+    expect(table.TimeToLiveSpecification).toEqual({ AttributeName: 'ttl', Enabled: true });
+    expect(resource('LogBucket').Type).toBe('AWS::S3::Bucket');
+  });
+
+  it('serves git through a regional REST API with binary media types and streamed responses', () => {
+    const api = resource('ApiGatewayRestApi').Properties;
+    expect(api.BinaryMediaTypes).toEqual(['*/*']);
+    expect(api.EndpointConfiguration).toEqual({ Types: ['REGIONAL'] });
+    const methods = ofType('AWS::ApiGateway::Method').map(
+      ([, r]) => r.Properties as { HttpMethod: string; Integration: Json },
+    );
+    expect(methods).toHaveLength(2);
+    for (const method of methods) {
+      expect(method.HttpMethod).toBe('ANY');
+      expect(method.Integration.Type).toBe('AWS_PROXY');
+      expect(method.Integration.ResponseTransferMode).toBe('STREAM');
+      expect(method.Integration.TimeoutInMillis).toBe(900000);
+      expect(text(method.Integration.Uri)).toContain('/2021-11-15/functions/');
+      expect(text(method.Integration.Uri)).toContain('GitLambdaFunction');
+      expect(text(method.Integration.Uri)).toContain('/response-streaming-invocations');
+    }
+  });
+
+  it('routes long transfers from the git function to the pool, and prewarms by invoking the prewarm function', () => {
+    const env = (id: string) =>
+      (resource(id).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    const git = env('GitLambdaFunction');
+    expect(text(git.NARWAL_POOL_URL)).toContain('PoolLoadBalancer.DNSName');
+    expect(git.NARWAL_ROUTE_CLONE_BYTES).toBe('104857600');
+    expect(git.NARWAL_PREWARM).toBe('lambda');
+    expect(git.NARWAL_PREWARM_FUNCTION).toBe(resource('PrewarmLambdaFunction').Properties.FunctionName);
+    // The other functions prewarm in their own invocation and never redirect.
+    for (const id of ['PrewarmLambdaFunction', 'MaintenanceLambdaFunction']) {
+      expect(env(id).NARWAL_PREWARM).toBeUndefined();
+      expect(env(id).NARWAL_POOL_URL).toBeUndefined();
+    }
+    const retries = ofType('AWS::Lambda::EventInvokeConfig').map(([, r]) => r.Properties);
+    expect(retries).toEqual([expect.objectContaining({ MaximumRetryAttempts: 1 })]);
+  });
+
+  it('runs maintenance on a schedule', () => {
+    const rules = ofType('AWS::Events::Rule').map(
+      ([, r]) => r.Properties as { ScheduleExpression: string; Targets: Json[] },
+    );
+    expect(rules).toHaveLength(1);
+    expect(rules[0]?.ScheduleExpression).toBe('rate(15 minutes)');
+    expect(text(rules[0]?.Targets)).toContain('MaintenanceLambdaFunction');
+  });
+
+  it('puts the pool behind the ALB: listener -> target group <- Auto Scaling group of t3.small from the launch template', () => {
+    const http = resource('PoolHttpListener').Properties;
+    expect(http.LoadBalancerArn).toEqual(ref('PoolLoadBalancer'));
+    expect(text(http.DefaultActions)).toContain(
+      text({ Type: 'forward', TargetGroupArn: ref('PoolTargetGroup') }),
+    );
+    const group = resource('PoolTargetGroup').Properties;
+    expect(group).toMatchObject({
+      Port: 8080,
+      Protocol: 'HTTP',
+      HealthCheckPath: '/healthz',
+      VpcId: ref('Vpc'),
+    });
+    const asg = resource('PoolAutoScalingGroup').Properties as Json & { LaunchTemplate: Json };
+    expect(asg.TargetGroupARNs).toEqual([ref('PoolTargetGroup')]);
+    expect(asg.LaunchTemplate.LaunchTemplateId).toEqual(ref('PoolLaunchTemplate'));
+    expect(asg.HealthCheckType).toBe('ELB');
+    const data = resource('PoolLaunchTemplate').Properties.LaunchTemplateData as Json & {
+      IamInstanceProfile: Json;
+    };
+    expect(data.InstanceType).toBe('t3.small');
+    expect(data.IamInstanceProfile).toEqual({ Arn: getAtt('PoolInstanceProfile', 'Arn') });
+    const ingress = resource('PoolSecurityGroup').Properties.SecurityGroupIngress;
+    expect(ingress).toEqual([
+      {
+        IpProtocol: 'tcp',
+        FromPort: 8080,
+        ToPort: 8080,
+        SourceSecurityGroupId: ref('LoadBalancerSecurityGroup'),
+      },
+    ]);
+  });
+
+  it('boots pool instances with the unit from the repository and only variables Fn::Sub can fill', async () => {
+    const data = resource('PoolLaunchTemplate').Properties.LaunchTemplateData as {
+      UserData: { 'Fn::Base64': { 'Fn::Sub': [string, Record<string, unknown>] } };
+    };
+    const [script, variables] = data.UserData['Fn::Base64']['Fn::Sub'];
+    expect(variables.Unit).toBe(await readFile(join(root, 'deploy/pool/narwal-pool.service'), 'utf8'));
+    expect(script).toBe(await readFile(join(root, 'deploy/pool/user-data.sh'), 'utf8'));
+    expect(script).toContain(`accesspoint=${cfn('AccessPointId')}`);
+    expect(variables).toMatchObject({
+      FileSystemId: ref('CacheFileSystem'),
+      AccessPointId: ref('CacheAccessPoint'),
+    });
+    const names = [...script.matchAll(/\$\{([^}]*)\}/g)].map((m) => m[1] as string);
+    for (const name of names) {
+      const known = name in variables || name.startsWith('AWS::') || name in template.Resources;
+      expect(known, name).toBe(true);
+    }
+  });
+
+  it('outputs the git base URL and the pool URL', () => {
+    expect(text(template.Outputs.GitBaseUrl)).toContain(
+      text(
+        `https://${cfn('ApiGatewayRestApi')}.execute-api.${cfn('AWS::Region')}.${cfn('AWS::URLSuffix')}/prod`,
+      ).slice(1, -1),
+    );
+    expect(text(template.Outputs.PoolBaseUrl)).toContain('PoolLoadBalancer.DNSName');
+    expect(template.Outputs).toHaveProperty('AdminTokenSecretArn');
+  });
+});
