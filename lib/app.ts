@@ -16,6 +16,7 @@ import type { Config } from './config.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { installHooks } from './git/hookScript.js';
+import { History } from './history/History.js';
 import { createHandler } from './http/createHandler.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
@@ -39,6 +40,7 @@ export interface App {
   readonly tokens: TokenStore;
   readonly adminToken: { readonly value: string; readonly generated: boolean };
   readonly checkpointer: Checkpointer;
+  readonly history: History;
   /** Evicts idle generations and repository caches from the shared cache. */
   sweep(): Promise<SweepResult>;
   /** Resolves when no background work (prewarm, checkpoints) is running. */
@@ -114,7 +116,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   // The next fetch will want the generation of this index: start building it now.
   const afterPublish = (repo: string, loaded: LoadedIndex) => track(prewarm.trigger(repo, loaded));
   const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
+  const history = new History({ wal, publisher, cache, git, afterPublish });
   const handler = createHandler({
+    history,
     wal,
     cache,
     git,
@@ -151,6 +155,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     tokens,
     adminToken,
     checkpointer,
+    history,
     sweep: () => sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger }),
     async idle() {
       while (background.size > 0) await Promise.allSettled([...background]);
