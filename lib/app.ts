@@ -133,7 +133,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     maxFetchRequestBytes: config.maxFetchRequestBytes,
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
-    publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
+    publicUrl: config.publicUrl,
     ...(config.route
       ? {
           routeTransfer: createTransferRouter({

@@ -13,6 +13,7 @@
 import { authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import { mapToRows } from '../wal/refRows.js';
+import { baseUrl } from './baseUrl.js';
 import { json } from './errorResponse.js';
 import { badRequest, methodNotAllowed, notFound } from './HttpError.js';
 import { type HistoryRouteDeps, readable, readableRepos } from './historyAccess.js';
@@ -80,7 +81,7 @@ export async function apiRoute(
       public: index.public,
       created: index.created,
       checkpoint: index.checkpoint ? { seq: index.checkpoint.seq, refs: index.checkpoint.count } : null,
-      cloneUrl: `${deps.publicUrl}/${index.repo}.git`,
+      cloneUrl: `${baseUrl(deps.publicUrl, request)}/${index.repo}.git`,
     });
   }
   if (action === 'log') {

@@ -6,18 +6,19 @@ import { tokenFromAuthorization } from '../auth/basicAuth.js';
 import type { Principal } from '../auth/Principal.js';
 import type { TokenStore } from '../auth/TokenStore.js';
 import { apiRoute } from './apiRoutes.js';
-import { asJson, errorResponse, text } from './errorResponse.js';
+import { baseUrl } from './baseUrl.js';
+import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
 import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HistoryRouteDeps } from './historyAccess.js';
-import { loginPage, monitorRoute, repoListRoute, wantsHtml } from './monitorRoutes.js';
+import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
   readonly tokens: TokenStore;
-  /** Shown on the front page, e.g. http://127.0.0.1:8080 */
-  readonly publicUrl: string;
+  /** Shown on the front page, e.g. https://git.example; without it, the host the client used. */
+  readonly publicUrl?: string | undefined;
 }
 
 const GIT_SUFFIXES = ['/info/refs', '/git-upload-pack', '/git-receive-pack'] as const;
@@ -28,7 +29,9 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
       return await route(deps, request);
     } catch (error) {
       const response = errorResponse(error, request.requestId, deps.logger);
-      return request.path.startsWith('/api/') ? asJson(response) : response;
+      if (request.path.startsWith('/api/')) return asJson(response);
+      // git and curl get the message as text; a browser gets it as a page.
+      return wantsHtml(request) && !isGitPath(request.path) ? asHtml(response) : response;
     }
   };
 }
@@ -38,11 +41,12 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
   if (path === '/healthz') return text(200, 'ok');
   const principal = await authenticate(deps, request);
   if (path === '/' || path === '') {
+    if (request.query.has('sign-in')) return signInRoute(principal);
     return wantsHtml(request) ? repoListRoute(deps, request, principal) : frontPage(deps, request);
   }
   if (path === '/-/login') return loginPage(principal);
   if (path.startsWith('/api/v1/')) return apiRoute(deps, request, path.slice('/api/v1'.length), principal);
-  const suffix = GIT_SUFFIXES.find((s) => path.endsWith(s));
+  const suffix = gitSuffix(path);
   if (suffix === undefined) return monitorRoute(deps, request, path.slice(1), principal);
   const { repo, at } = gitRepoFromPath(path.slice(1, -suffix.length));
   if (suffix === '/info/refs') {
@@ -54,6 +58,14 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
   return suffix === '/git-upload-pack'
     ? uploadPack(deps, request, repo, principal, at)
     : receivePack(deps, request, repo, principal, at);
+}
+
+function gitSuffix(path: string): (typeof GIT_SUFFIXES)[number] | undefined {
+  return GIT_SUFFIXES.find((s) => path.endsWith(s));
+}
+
+function isGitPath(rawPath: string): boolean {
+  return gitSuffix(rawPath.replace(/\/+$/, '')) !== undefined;
 }
 
 async function authenticate(deps: HandlerDeps, request: CoreRequest): Promise<Principal | null> {
@@ -86,15 +98,16 @@ function decodePath(raw: string): string {
 
 function frontPage(deps: HandlerDeps, request: CoreRequest): CoreResponse {
   if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed('narwal: use GET');
+  const url = baseUrl(deps.publicUrl, request);
   return text(
     200,
     [
       'narwal: a git host whose only source of truth is a log in an object store.',
       '',
-      `Push a repository:  git push ${deps.publicUrl}/OWNER/NAME.git main`,
-      `Clone it:           git clone ${deps.publicUrl}/OWNER/NAME.git`,
+      `Push a repository:  git push ${url}/OWNER/NAME.git main`,
+      `Clone it:           git clone ${url}/OWNER/NAME.git`,
       'Credentials: any user name, a narwal token as the password.',
-      `The log, in a browser: ${deps.publicUrl}/  (JSON: ${deps.publicUrl}/api/v1/repos)`,
+      `The log, in a browser: ${url}/  (JSON: ${url}/api/v1/repos)`,
     ].join('\n'),
   );
 }

@@ -7,6 +7,7 @@ import { Busy } from '../git/GitBudget.js';
 import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
+import { errorPageView } from '../monitor/pages.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
@@ -104,5 +105,12 @@ export function htmlPage(status: number, page: string): CoreResponse {
 export function asJson(response: CoreResponse): CoreResponse {
   const message = Buffer.isBuffer(response.body) ? response.body.toString('utf8').trim() : '';
   const shaped = json(response.status, { error: message });
+  return { ...shaped, headers: { ...response.headers, ...shaped.headers } };
+}
+
+/** An error response for a browser: the same status, headers and message, as a page. */
+export function asHtml(response: CoreResponse): CoreResponse {
+  const message = Buffer.isBuffer(response.body) ? response.body.toString('utf8').trim() : '';
+  const shaped = htmlPage(response.status, errorPageView(response.status, message));
   return { ...shaped, headers: { ...response.headers, ...shaped.headers } };
 }

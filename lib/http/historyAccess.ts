@@ -12,7 +12,8 @@ export interface HistoryRouteDeps {
   readonly history: History;
   readonly wal: Wal;
   readonly store: ObjectStore;
-  readonly publicUrl: string;
+  /** NARWAL_PUBLIC_URL; without it, pages and the API name the host the client used. */
+  readonly publicUrl?: string | undefined;
 }
 
 /** The current index of a repository the principal may read (a hidden one is "not found"). */

@@ -7,10 +7,12 @@
  *   /REPO/-/diff?from=A&to=B       refs added, removed, moved, with the commits in between
  *   /REPO/-/who?ref=REF            every move of a ref
  *   /REPO/-/rewind?to=SEQ&refs=P   a dry run; POST confirms it (write access)
- *   /-/login                       asks the browser for credentials
+ *   /?sign-in                      asks the browser for credentials, then shows /
+ *   /-/login                       the same, for links and scripts that know this path
  */
 import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
+import { SIGN_IN } from '../monitor/html.js';
 import {
   diffPageView,
   entryPageView,
@@ -20,8 +22,10 @@ import {
   rewindPageView,
   whoPageView,
 } from '../monitor/pages.js';
+import type { RepoIndex } from '../wal/types.js';
+import { baseUrl } from './baseUrl.js';
 import { htmlPage } from './errorResponse.js';
-import { badRequest, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
+import { badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
 import { type HistoryRouteDeps, readable, readableRepos } from './historyAccess.js';
 import {
   identityOf,
@@ -39,10 +43,29 @@ export function wantsHtml(request: CoreRequest): boolean {
   return (request.headers.accept ?? '').includes('text/html');
 }
 
+const SIGN_IN_MESSAGE = 'narwal: sign in with any user name and a narwal token as the password';
+
+/**
+ * `/?sign-in`: 401 until the browser sends credentials, then the repository list. A browser
+ * sends Basic credentials unasked only below the directory of the URL that asked for them, so
+ * only a challenge from `/` itself makes every page (the list included) arrive signed in.
+ */
+export async function signInRoute(principal: Principal | null): Promise<CoreResponse> {
+  if (principal === null) throw unauthorized(SIGN_IN_MESSAGE);
+  return redirect('/');
+}
+
+/**
+ * `/-/login`: 401 until the browser sends credentials, then on to `/?sign-in`, whose challenge the
+ * browser answers with the same credentials, unasked, so that they cover the whole site.
+ */
 export async function loginPage(principal: Principal | null): Promise<CoreResponse> {
-  if (principal === null)
-    throw unauthorized('narwal: sign in with any user name and a narwal token as the password');
-  return { status: 303, headers: { location: '/', 'cache-control': 'no-cache' }, body: Buffer.alloc(0) };
+  if (principal === null) throw unauthorized(SIGN_IN_MESSAGE);
+  return redirect(SIGN_IN);
+}
+
+function redirect(location: string): CoreResponse {
+  return { status: 303, headers: { location, 'cache-control': 'no-cache' }, body: Buffer.alloc(0) };
 }
 
 export async function repoListRoute(
@@ -58,7 +81,7 @@ export async function repoListRoute(
     public: index.public,
     ...(index.tail.at(-1)?.time ? { time: index.tail.at(-1)?.time as string } : {}),
   }));
-  return htmlPage(200, repoListPage(context(deps, principal), summaries));
+  return htmlPage(200, repoListPage(context(deps, request, principal), summaries));
 }
 
 /** `path` is a repository path, optionally followed by `/-/ACTION`. */
@@ -71,12 +94,12 @@ export async function monitorRoute(
   const split = path.indexOf('/-/');
   const repo = repoFromPath(split < 0 ? path : path.slice(0, split));
   const action = split < 0 ? '' : path.slice(split + 3);
-  const ctx = context(deps, principal);
+  const ctx = context(deps, request, principal);
   const { history } = deps;
   if (action === 'rewind' && request.method === 'POST') {
     requireSameOrigin(request);
     const loaded = await readable(deps, repo, principal);
-    authorize(principal, repo, 'write', { public: loaded.index.public });
+    authorizeRewind(principal, loaded.index);
     const fields = await postFields(request);
     const refs = stringField(fields, 'refs');
     const result = await history.rewind(repo, seqParam(stringField(fields, 'to'), 'to'), {
@@ -113,7 +136,7 @@ export async function monitorRoute(
     return htmlPage(200, whoPageView(ctx, index, ref, await history.who(index, ref)));
   }
   if (action === 'rewind') {
-    authorize(principal, repo, 'write', { public: index.public });
+    authorizeRewind(principal, index);
     const refs = query.get('refs') || undefined;
     const result = await history.rewind(repo, seqParam(query.get('to'), 'to'), {
       dryRun: true,
@@ -125,8 +148,22 @@ export async function monitorRoute(
   throw notFound(`narwal: no such page /${repo}/-/${action}`);
 }
 
-function context(deps: HistoryRouteDeps, principal: Principal | null): PageContext {
-  return { user: principal?.name ?? null, publicUrl: deps.publicUrl };
+function context(deps: HistoryRouteDeps, request: CoreRequest, principal: Principal | null): PageContext {
+  return { user: principal?.name ?? null, publicUrl: baseUrl(deps.publicUrl, request) };
+}
+
+/** A rewind needs write access; a reader is told so in those words rather than "may not push". */
+function authorizeRewind(principal: Principal | null, index: RepoIndex): void {
+  const context = { public: index.public };
+  if (
+    principal !== null &&
+    !allows(principal, index.repo, 'write', context) &&
+    allows(principal, index.repo, 'read', context)
+  )
+    throw forbidden(
+      `narwal: token ${principal.name} may read ${index.repo} but not rewind it (that needs write access)`,
+    );
+  authorize(principal, index.repo, 'write', context);
 }
 
 function requireGet(request: CoreRequest): void {
