@@ -7,6 +7,7 @@ await build({
     bench: 'bench/run.ts',
     'bench-peer': 'bench/peerMain.ts',
     'bench-cold': 'bench/coldProbe.ts',
+    'bench-history': 'bench/historyLatency.ts',
   },
   outdir: 'dist',
   bundle: true,
