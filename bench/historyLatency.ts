@@ -2,7 +2,8 @@
  * `npm run bench:history [-- --entries N --latency MS]`: what the log's readers cost on a long
  * log with every store round trip slowed to S3's (issue 4's acceptance): the log page (first and
  * later), an entry page (the refs after an old entry), `who` through the JSON API and through the
- * CLI, each from a server process that has read nothing yet and again once warm.
+ * CLI, and issue 3's cold probe (`git ls-remote` with an empty cache; warm target 150 ms), each
+ * from a server process that has read nothing yet and again once warm.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -64,6 +65,20 @@ try {
     rows.push({ what, cold, warm, ...(target !== undefined ? { target } : {}) });
   };
   try {
+    // Issue 3's cold probe: the first ls-remote meets an empty cache (its refs come from the log alone).
+    const lsRemote = async () => {
+      const started = performance.now();
+      const url = `${base.replace('://', `://x:${TOKEN}@`)}/${REPO}.git`;
+      const { stdout } = await run('git', ['ls-remote', url], { maxBuffer: 64 * 1024 * 1024 });
+      if (!stdout.includes('refs/heads/b3')) throw new Error('ls-remote did not list the refs');
+      return performance.now() - started;
+    };
+    rows.push({
+      what: 'git ls-remote (empty cache, then warm)',
+      cold: await lsRemote(),
+      warm: await lsRemote(),
+      target: 3000,
+    });
     await measure('log page, first (HTML)', `/${REPO}`, 500);
     await measure('log page, middle (HTML)', `/${REPO}?before=${Math.floor(entries / 2)}`, 1000);
     await measure('log page, oldest (HTML)', `/${REPO}?before=20`, 1000);

@@ -8,6 +8,7 @@ await build({
     'bench-peer': 'bench/peerMain.ts',
     'bench-cold': 'bench/coldProbe.ts',
     'bench-history': 'bench/historyLatency.ts',
+    'bench-refs': 'bench/refsGrowth.ts',
   },
   outdir: 'dist',
   bundle: true,
