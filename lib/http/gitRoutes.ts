@@ -86,7 +86,8 @@ export async function infoRefs(
     deps.git,
     generation,
     [...config, service.slice(4), '--stateless-rpc', '--advertise-refs', dir],
-    { env: service === 'git-upload-pack' ? gitProtocolEnv(protocol) : {} },
+    // receive-pack answers a v1 request with `version 1` and ignores v2, which it does not speak.
+    { env: gitProtocolEnv(protocol) },
   );
   child.stdin?.end();
   const exit = childExit(child);
