@@ -92,6 +92,19 @@ export function describePythonClient(client: PythonClient, expected: ExpectedErr
       expect(String(refused.json.message)).toMatch(expected.badCredentials);
     });
 
+    it('clones the state after an earlier entry through REPO.git@SEQ', async () => {
+      await seed('py/past');
+      const past = (await server.app.wal.readIndexFully('py/past'))?.index.seq ?? 0;
+      const other = join(await tempDir(client), 'later');
+      await gitOk(['clone', '--quiet', authUrl('py/past'), other], { home });
+      await commitFile(other, home, 'later.txt', 'after the state we clone\n');
+      await gitOk(['push', '--quiet', 'origin', 'main'], { cwd: other, home });
+      const dir = join(await tempDir(client), 'c');
+      const cloned = await pythonClientOk(client, ['clone', `${url('py/past')}@${past}`, dir], admin);
+      expect(cloned.head).toBe(await revParse(express, home, '0.14.0^{commit}'));
+      await fsckClean(dir, home);
+    });
+
     it('fetches what the git CLI pushed', async () => {
       await seed('py/fetch');
       const dir = await cloneWith('py/fetch');

@@ -128,6 +128,16 @@ describe.each([0, 1, 2])('protocol v%i', (version) => {
       `pushed over v${version}\n`,
     );
     await fsckClean(fetcher, home, true);
+
+    // The repository as it was before that push: REPO.git@SEQ, over the same protocol version.
+    await server.app.idle();
+    const loaded = await server.app.wal.readIndexFully(repo);
+    const items = loaded ? await server.app.wal.itemsAfter(loaded.index, 0) : [];
+    const before = (items.filter((item) => item.kind !== 'checkpoint').at(-1)?.seq ?? 1) - 1;
+    const past = join(await tempDir('past'), 'p');
+    await gitOk([...proto(version), 'clone', '--quiet', `${url(repo)}@${before}`, past], { home });
+    expect(await revParse(past, home, 'HEAD')).toBe(await revParse(express, home, 'master'));
+    await fsckClean(past, home);
   });
 });
 

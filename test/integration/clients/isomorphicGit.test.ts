@@ -82,6 +82,19 @@ describe('isomorphic-git', () => {
     await fsckClean(dir, home);
   });
 
+  it('clones the state after an earlier entry through REPO.git@SEQ', async () => {
+    await gitOk(['push', '--quiet', authUrl('iso/past'), ...EARLY], { cwd: express, home });
+    const past = (await server.app.wal.readIndexFully('iso/past'))?.index.seq ?? 0;
+    const other = join(await tempDir('iso-later'), 'c');
+    await gitOk(['clone', '--quiet', authUrl('iso/past'), other], { home });
+    await commitFile(other, home, 'later.txt', 'after the state we clone\n');
+    await gitOk(['push', '--quiet', 'origin', 'main'], { cwd: other, home });
+    const dir = join(await tempDir('iso-past'), 'c');
+    await igit.clone({ fs, http, dir, url: `${url('iso/past')}@${past}`, ...credentials(ADMIN_TOKEN) });
+    expect(await revParse(dir, home, 'HEAD')).toBe(await revParse(express, home, '0.14.0^{commit}'));
+    await fsckClean(dir, home);
+  });
+
   it('cannot clone without credentials: the 401 reaches it as an HttpError', async () => {
     const dir = join(await tempDir('iso-anon'), 'c');
     const error = await igit.clone({ fs, http, dir, url: url('iso/express') }).catch((e: unknown) => e);
