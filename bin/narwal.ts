@@ -6,6 +6,7 @@
 import { checkpoint } from './commands/checkpoint.js';
 import type { ExitCode } from './commands/context.js';
 import { log } from './commands/log.js';
+import { protect } from './commands/protect.js';
 import { repo } from './commands/repo.js';
 import { serve } from './commands/serve.js';
 import { token } from './commands/token.js';
@@ -18,6 +19,8 @@ commands:
   repo list                                  list repositories
   log REPO [--limit N]                       print the newest log entries of a repository
   checkpoint REPO                            make a checkpoint at the head of the log now
+  protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
+                                             protected-ref rules (see narwal protect --help)
   token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
                                              issue a token; patterns like "team/*" or "**"
   token list [--json]                        list tokens (never their secrets)
@@ -38,6 +41,8 @@ async function main(argv: string[]): Promise<ExitCode> {
       return token(rest);
     case 'checkpoint':
       return checkpoint(rest);
+    case 'protect':
+      return protect(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -9,6 +9,7 @@ import { InvalidRepoName, parseRepoName } from '../repoName.js';
 import { errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
 import { badRequest, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
+import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface HandlerDeps extends GitRouteDeps {
@@ -33,6 +34,7 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
   const path = decodePath(request.path);
   if (path === '/' || path === '') return frontPage(deps, request);
   if (path === '/healthz') return text(200, 'ok');
+  if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
   const suffix = GIT_SUFFIXES.find((s) => path.endsWith(s));
   if (suffix === undefined) throw notFound(`narwal: no such page ${path}`);
   const repo = repoFromPath(path.slice(1, -suffix.length));

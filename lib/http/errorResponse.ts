@@ -4,6 +4,8 @@
  */
 import { AccessDenied } from '../auth/AccessDenied.js';
 import { Busy } from '../git/GitBudget.js';
+import { RuleNotFound } from '../policy/protection.js';
+import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
@@ -20,6 +22,8 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof AccessDenied) return accessDenied(error);
   if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
+  if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
+  if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
   if (error instanceof Busy) {
     return text(503, error.message, { 'retry-after': String(error.retryAfterSeconds) });
   }
