@@ -5,6 +5,7 @@
  */
 import { checkpoint } from './commands/checkpoint.js';
 import type { ExitCode } from './commands/context.js';
+import { events } from './commands/events.js';
 import { log } from './commands/log.js';
 import { protect } from './commands/protect.js';
 import { repo } from './commands/repo.js';
@@ -21,6 +22,8 @@ commands:
   checkpoint REPO                            make a checkpoint at the head of the log now
   protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
                                              protected-ref rules (see narwal protect --help)
+  events replay REPO --from SEQ [--to DEST]...  deliver the events of a repository again from SEQ
+  events status REPO                         how far each event destination has accepted
   token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
                                              issue a token; patterns like "team/*" or "**"
   token list [--json]                        list tokens (never their secrets)
@@ -43,6 +46,8 @@ async function main(argv: string[]): Promise<ExitCode> {
       return checkpoint(rest);
     case 'protect':
       return protect(rest);
+    case 'events':
+      return events(rest);
     case undefined:
     case 'help':
     case '--help':
