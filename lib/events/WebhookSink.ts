@@ -7,26 +7,48 @@
  * Any 2xx is acceptance; anything else, a timeout or a refused connection is a failure to retry.
  */
 import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { DeliveryFailed, type EventSink } from './EventSink.js';
 import type { PushEvent } from './PushEvent.js';
 
-/** The one HTTP call the webhook needs; the default uses Node's fetch. */
+/** The one HTTP call the webhook needs. */
 export type HttpPost = (
   url: string,
   request: { headers: Record<string, string>; body: string; timeoutMs: number },
 ) => Promise<{ status: number }>;
 
-export const fetchPost: HttpPost = async (url, request) => {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: request.headers,
-    body: request.body,
-    redirect: 'manual',
-    signal: AbortSignal.timeout(request.timeoutMs),
+/**
+ * A POST with node:http(s), one connection per delivery (`agent: false`): a kept-alive socket
+ * would hold a short-lived process (the CLI's replay) open for seconds after its last event.
+ */
+export const httpPost: HttpPost = (url, { headers, body, timeoutMs }) =>
+  new Promise((resolve, reject) => {
+    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const request = send(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (response) => {
+        response.resume();
+        response.once('end', () => resolve({ status: response.statusCode ?? 0 }));
+        response.once('error', reject);
+      },
+    );
+    request.setTimeout(timeoutMs, () => request.destroy(new DeliveryTimeout(timeoutMs)));
+    request.once('error', reject);
+    request.end(body);
   });
-  await response.body?.cancel();
-  return { status: response.status };
-};
+
+class DeliveryTimeout extends Error {
+  override readonly name = 'TimeoutError';
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms`);
+  }
+}
 
 export function signature(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
@@ -47,7 +69,7 @@ export class WebhookSink implements EventSink {
 
   constructor(options: WebhookOptions) {
     this.#options = options;
-    this.#post = options.post ?? fetchPost;
+    this.#post = options.post ?? httpPost;
   }
 
   async deliver(events: readonly PushEvent[]): Promise<number> {
