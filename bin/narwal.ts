@@ -21,7 +21,7 @@ commands:
   log REPO [--limit N]                       print the newest log entries of a repository
   checkpoint REPO                            make a checkpoint at the head of the log now
   protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
-                                             protected-ref rules (see narwal protect --help)
+                                             protected-ref rules (patterns: refs/heads/main, refs/heads/release/*)
   events replay REPO --from SEQ [--to DEST]...  deliver the events of a repository again from SEQ
   events status REPO                         how far each event destination has accepted
   token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
