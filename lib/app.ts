@@ -5,14 +5,17 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
 import { Checkpointer } from './cache/Checkpointer.js';
-import { type SweepResult, sweepCache } from './cache/evict.js';
+import { cachedRepositories, type SweepResult, sweepCache } from './cache/evict.js';
 import { claimNodeDir } from './cache/nodeDir.js';
 import { inProcessPrewarm, type PrewarmTrigger, type PrewarmWork } from './cache/prewarmTrigger.js';
 import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
+import { createEventSinks } from './events/createEventSinks.js';
+import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { installHooks } from './git/hookScript.js';
@@ -26,6 +29,7 @@ import type { PresenceStore } from './presence/PresenceStore.js';
 import { FaultyObjectStore } from './store/FaultyObjectStore.js';
 import { FsObjectStore } from './store/FsObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
+import { mapLimit } from './util/mapLimit.js';
 import { Publisher } from './wal/Publisher.js';
 import type { LoadedIndex } from './wal/types.js';
 import { Wal } from './wal/Wal.js';
@@ -41,6 +45,10 @@ export interface App {
   readonly adminToken: { readonly value: string; readonly generated: boolean };
   readonly checkpointer: Checkpointer;
   readonly history: History;
+  /** Delivers events about published entries; null when no destination is configured. */
+  readonly events: EventDispatcher | null;
+  /** Catches up event delivery for every repository in the cache (the periodic safety net). */
+  catchUpEvents(): Promise<SinkProgress[]>;
   /** Evicts idle generations and repository caches from the shared cache. */
   sweep(): Promise<SweepResult>;
   /** Resolves when no background work (prewarm, checkpoints) is running. */
@@ -80,6 +88,8 @@ export interface AppOptions {
   readonly store?: ObjectStore;
   /** The Lambda client the prewarm trigger invokes with, when `config.prewarm.kind` is lambda. */
   readonly lambdaClient?: LambdaClient;
+  /** The EventBridge client events are put with, when a bus is configured. */
+  readonly eventBridgeClient?: EventBridgeClient;
 }
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
@@ -92,7 +102,26 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   await mkdir(scratchRoot, { recursive: true });
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
   const wal = new Wal(store);
-  const publisher = new Publisher(wal);
+  const sinks = await createEventSinks(
+    config.events,
+    options.eventBridgeClient ? { eventBridgeClient: options.eventBridgeClient } : {},
+  );
+  const events =
+    sinks.length === 0
+      ? null
+      : new EventDispatcher({
+          wal,
+          store,
+          sinks,
+          logger,
+          retry: {
+            attempts: config.events.attempts,
+            baseMs: config.events.backoffMs,
+            capMs: config.events.backoffCapMs,
+          },
+        });
+  // Events go out only after the CAS that published their entries succeeded.
+  const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
   const presence = await createPresence(config);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now: Date.now };
   const cache = new RepoCache({ root: config.cacheDir, wal, leases, logger });
@@ -156,6 +185,18 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     adminToken,
     checkpointer,
     history,
+    events,
+    async catchUpEvents() {
+      if (events === null) return [];
+      const repos = await cachedRepositories(config.cacheDir);
+      const progress = await mapLimit(repos, 4, (repo) =>
+        events.catchUp(repo).catch((error: unknown) => {
+          logger.warn('event catch-up skipped a repository', { repo, error: String(error) });
+          return [];
+        }),
+      );
+      return progress.flat();
+    },
     sweep: () => sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger }),
     async idle() {
       while (background.size > 0) await Promise.allSettled([...background]);

@@ -230,6 +230,7 @@ export async function receivePack(
     body,
     who: {
       token: principal?.name ?? 'anonymous',
+      ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
       ...(principal?.owner ? { owner: principal.owner } : {}),
       ...(request.headers['user-agent'] ? { agent: request.headers['user-agent'].slice(0, 200) } : {}),
       ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),
