@@ -38,6 +38,14 @@ describe('loadConfig', () => {
       checkpointEveryBytes: 64 * 1024 ** 2,
       route: null,
       prewarm: { kind: 'local' },
+      events: {
+        webhook: null,
+        eventBridge: null,
+        attempts: 5,
+        backoffMs: 500,
+        backoffCapMs: 10_000,
+        catchUpMs: 60_000,
+      },
     });
   });
 
