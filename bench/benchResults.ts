@@ -37,6 +37,8 @@ export interface BenchResults {
   latencyMs: number;
   sizes: Record<string, unknown>;
   notes: string[];
+  /** Error lines the servers logged during the run (each prefixed with the server's name). */
+  serverErrors?: string[];
   sequential?: SequentialResult[];
   clones?: {
     fixture: { refs: number; repo: string; layouts: Record<string, PackLayout> };

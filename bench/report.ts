@@ -391,6 +391,13 @@ export async function writeReport(
     out.push(...profileSection(r));
   }
 
+  if (r.serverErrors && r.serverErrors.length > 0)
+    out.push(
+      '## Errors the servers logged',
+      '',
+      ...r.serverErrors.map((e) => `- \`${e.slice(0, 600)}\``),
+      '',
+    );
   if (r.notes.length > 0) out.push('## Notes', '', ...r.notes.map((n) => `- ${n}`), '');
   const markdown = join(options.dir, `${options.stamp}.md`);
   for (const c of charts) await writeFile(join(options.dir, c.file), c.svg);
@@ -425,7 +432,7 @@ function profileSection(r: BenchResults): string[] {
   const lines = [
     '## Where the time of one push goes',
     '',
-    `${profiles[0]?.pushes.length ?? 0} one-commit pushes per server with the servers' instrumentation on (narwal: NARWAL_TRACE_DIR, which records every store operation and points git's trace2 at a directory; the peer: trace2), a pause after each so background work (narwal builds the next cache generation) does not overlap the next push. Medians per push; git times are the lifetimes of the server's git processes (trace2), \`hook:proc-receive\` is the time receive-pack waited for narwal to publish (packs stored, entry written, index CAS). "in sequence" is the largest number of store operations of one push no two of which overlapped: a lower bound on the round trips it waited for.`,
+    `${profiles[0]?.pushes.length ?? 0} one-commit pushes per server with the servers' instrumentation on (narwal: NARWAL_TRACE_DIR, which records every store operation and points git's trace2 at a directory; the peer: trace2), a pause after each so background work (narwal builds the next cache generation) does not overlap the next push; the rows marked "back to back" push without the pause, as the sequential test does, so background work of the previous push falls into the window of the next. Medians per push; git times are the lifetimes of the server's git processes (trace2), \`hook:proc-receive\` is the time receive-pack waited for narwal to publish (packs stored, entry written, index CAS). "in sequence" is the largest number of store operations of one push no two of which overlapped: a lower bound on the round trips it waited for.`,
     '',
     table(
       [
@@ -455,7 +462,7 @@ function profileSection(r: BenchResults): string[] {
     '',
   ];
   const base = profiles.find((p) => p.server === 'narwal');
-  for (const p of profiles.filter((x) => x.server !== 'peer' && x.latencyMs > 0)) {
+  for (const p of profiles.filter((x) => x.server === `narwal-${x.latencyMs}ms` && x.latencyMs > 0)) {
     if (!base) break;
     const floor = base.median.clientMs + FLOOR_ROUND_TRIPS * p.latencyMs;
     lines.push(

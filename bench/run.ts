@@ -96,9 +96,11 @@ const stopAll = async (list: BenchServer[]) => {
     if (at >= 0) running.splice(at, 1);
   }
 };
+const everStarted: BenchServer[] = [];
 const started = async (server: Promise<BenchServer>) => {
   const s = await server;
   running.push(s);
+  everStarted.push(s);
   return s;
 };
 try {
@@ -121,6 +123,8 @@ try {
   };
   const save = async () => {
     results.finishedAt = new Date().toISOString();
+    const errors = everStarted.flatMap((s) => s.errors().map((line) => `${s.name}: ${line}`));
+    if (errors.length > 0) results.serverErrors = errors;
     results.machine.loadAverageAfter = loadavg();
     await mkdir(resultsDir, { recursive: true });
     await writeFile(join(resultsDir, `${stamp}.json`), `${JSON.stringify(results, null, 2)}\n`);
@@ -398,14 +402,23 @@ try {
     results.profile.push(
       await analyzeProfile({ server: 'peer', latencyMs: 0, windows: peerRun.windows, gitDir: peerTrace }),
     );
-    for (const ms of [0, latency]) {
-      const traceDir = join(workDir, `trace-narwal-${ms}`);
+    // Settled (a pause after each push), then back to back as the sequential test pushes: the
+    // difference is what background work after a publish costs the next push.
+    for (const [ms, pauseMs] of [
+      [0, 300],
+      [latency, 300 + 10 * latency],
+      [0, 0],
+      [latency, 0],
+    ] as const) {
+      const label = `${ms > 0 ? `narwal-${ms}ms` : 'narwal'}${pauseMs === 0 ? ' back to back' : ''}`;
+      const traceDir = join(workDir, `trace-${ms}-${pauseMs}`);
       const server = await started(
         startNarwal({
-          dataDir: join(workDir, `narwal-traced-${ms}`),
+          dataDir: join(workDir, `narwal-traced-${ms}-${pauseMs}`),
           token,
           cli: build.cli,
           latencyMs: ms,
+          name: label,
           env: { NARWAL_TRACE_DIR: traceDir },
         }),
       );
@@ -415,12 +428,12 @@ try {
         source,
         commits,
         repo: 'bench/profile.git',
-        pauseMs: 300 + 10 * ms,
+        pauseMs,
       });
       await stopAll([server]);
       results.profile.push(
         await analyzeProfile({
-          server: server.name,
+          server: label,
           latencyMs: ms,
           windows: run.windows,
           storeDir: traceDir,

@@ -26,6 +26,8 @@ export interface BenchServer {
   /** Makes an empty repository that pushes may fill (narwal creates one on the first push). */
   newRepo(repo: string): Promise<void>;
   cpu(): CpuTimes;
+  /** Error lines the server logged so far (narwal's JSON log lines of level error; at most 50). */
+  errors(): readonly string[];
   stop(): Promise<void>;
 }
 
@@ -119,8 +121,13 @@ async function running(spec: {
   if (pid === undefined) throw new Error(`${name}: could not start`);
   const stop = () => stopChild(child);
   let stderr = '';
+  let partial = '';
+  const errors: string[] = [];
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-8192);
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (line.includes('"level":"error"') && errors.length < 50) errors.push(line);
   });
   try {
     const url = await new Promise<string>((done, fail) => {
@@ -149,6 +156,7 @@ async function running(spec: {
       repoUrl: (repo) => `${spec.withCredentials(url)}/${repo}`,
       newRepo: spec.newRepo,
       cpu: () => processCpu(pid),
+      errors: () => errors,
       stop,
     };
   } catch (error) {
