@@ -9,8 +9,9 @@
  * git|wire (clone storm clients; wire, the default, makes the v2 requests and discards the pack,
  * which leaves the machine to the servers), --clones N, --levels 10,25,50, --pushes N, --refs N,
  * --writers 50,100,150, --entries N, --max-other F (rerun a storm when other work used more than
- * this share of the machine), --narwal-rev REV, --readme (write the table into README.md; the
- * default for a full run).
+ * this share of the machine), --narwal-rev REV, --narwal-env NARWAL_K=V,... (extra
+ * settings for every narwal server), --readme (write the table into README.md; the default for a
+ * full run of every phase on the defaults).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -54,6 +55,7 @@ const { values } = parseArgs({
     'max-other': { type: 'string', default: '0.10' },
     'narwal-rev': { type: 'string' },
     readme: { type: 'boolean' },
+    'narwal-env': { type: 'string' },
   },
 });
 const quick = values.quick ?? false;
@@ -76,7 +78,21 @@ const sizes = {
   profilePushes: quick ? 5 : 30,
 };
 const maxOther = Number(values['max-other']);
-const writeReadme = values.readme ?? !quick;
+// Extra environment for every narwal server (KEY=VALUE,...), to measure a setting against the defaults.
+const narwalEnv: Record<string, string> = Object.fromEntries(
+  (values['narwal-env'] ?? '')
+    .split(',')
+    .filter((pair) => pair !== '')
+    .map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0 || !pair.startsWith('NARWAL_'))
+        throw new Error(`--narwal-env wants NARWAL_KEY=VALUE, not ${pair}`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+);
+// Only a full run of every phase on narwal's defaults stands for the README.
+const writeReadme =
+  values.readme ?? (!quick && values.only === undefined && values['narwal-env'] === undefined);
 
 const abort = new AbortController();
 setMaxListeners(0, abort.signal);
@@ -118,7 +134,7 @@ try {
     machine: machineInfo(),
     narwal: build,
     latencyMs: latency,
-    sizes: { ...sizes, client },
+    sizes: { ...sizes, client, narwalEnv },
     notes: [],
   };
   const save = async () => {
@@ -153,9 +169,9 @@ try {
   const narwalData = join(workDir, 'narwal');
   const narwalSlowData = join(workDir, `narwal-${latency}ms`);
   const peer = await started(startPeerProcess({ root: peerRoot, user: 'admin', password: token }));
-  const narwal = await started(startNarwal({ dataDir: narwalData, token, cli: build.cli }));
+  const narwal = await started(startNarwal({ dataDir: narwalData, token, cli: build.cli, env: narwalEnv }));
   const narwalSlow = await started(
-    startNarwal({ dataDir: narwalSlowData, token, cli: build.cli, latencyMs: latency }),
+    startNarwal({ dataDir: narwalSlowData, token, cli: build.cli, latencyMs: latency, env: narwalEnv }),
   );
   const trio = [peer, narwal, narwalSlow];
 
@@ -230,7 +246,9 @@ try {
     log(`two processes vs one: ${sizes.nodeWorkers} workers x ${sizes.nodePushes} pushes, one branch each`);
     const seconds = [
       await started(startPeerProcess({ root: peerRoot, user: 'admin', password: token, name: 'peer-b' })),
-      await started(startNarwal({ dataDir: narwalData, token, cli: build.cli, name: 'narwal-b' })),
+      await started(
+        startNarwal({ dataDir: narwalData, token, cli: build.cli, name: 'narwal-b', env: narwalEnv }),
+      ),
       await started(
         startNarwal({
           dataDir: narwalSlowData,
@@ -238,6 +256,7 @@ try {
           cli: build.cli,
           latencyMs: latency,
           name: `narwal-${latency}ms-b`,
+          env: narwalEnv,
         }),
       ),
     ];
@@ -344,7 +363,9 @@ try {
     );
     await stopAll([longPeer]);
     for (const ms of [0, latency]) {
-      const server = await started(startNarwal({ dataDir: coldData, token, cli: build.cli, latencyMs: ms }));
+      const server = await started(
+        startNarwal({ dataDir: coldData, token, cli: build.cli, latencyMs: ms, env: narwalEnv }),
+      );
       const probe = await probeInfoRefs({
         server,
         repo: longUrlPath,
@@ -419,7 +440,7 @@ try {
           cli: build.cli,
           latencyMs: ms,
           name: label,
-          env: { NARWAL_TRACE_DIR: traceDir },
+          env: { ...narwalEnv, NARWAL_TRACE_DIR: traceDir },
         }),
       );
       const run = await profilePushes({
