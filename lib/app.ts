@@ -3,6 +3,7 @@
  * core handler. Tests build apps with their own stores and directories through the same function.
  */
 import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -29,6 +30,7 @@ import type { PresenceStore } from './presence/PresenceStore.js';
 import { FaultyObjectStore } from './store/FaultyObjectStore.js';
 import { FsObjectStore } from './store/FsObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
+import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
 import { mapLimit } from './util/mapLimit.js';
 import { Publisher } from './wal/Publisher.js';
 import type { LoadedIndex } from './wal/types.js';
@@ -93,7 +95,9 @@ export interface AppOptions {
 }
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
-  const store = options.store ?? (await createStore(config));
+  const trace = config.traceDir !== undefined ? await openTrace(config.traceDir) : undefined;
+  const untraced = options.store ?? (await createStore(config));
+  const store = trace ? new TracingObjectStore(untraced, 'store', trace.sink) : untraced;
   const adminToken = await loadAdminToken(config);
   const home = join(config.dataDir, 'home');
   await mkdir(home, { recursive: true });
@@ -122,10 +126,14 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         });
   // Events go out only after the CAS that published their entries succeeded.
   const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
-  const presence = await createPresence(config);
+  const presence = await createPresence(config, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now: Date.now };
   const cache = new RepoCache({ root: config.cacheDir, wal, leases, logger });
-  const git = new GitRunner({ budget: new GitBudget(config.gitChildren, config.gitQueueMs), home });
+  const git = new GitRunner({
+    budget: new GitBudget(config.gitChildren, config.gitQueueMs),
+    home,
+    ...(trace ? { trace2Dir: trace.gitDir } : {}),
+  });
   const checkpointer = new Checkpointer({
     wal,
     publisher,
@@ -204,6 +212,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     async close() {
       while (background.size > 0) await Promise.allSettled([...background]);
       await node.remove();
+      await trace?.close();
     },
   };
 }
@@ -231,9 +240,12 @@ async function createPrewarmTrigger(
  * Presence records live where every node sharing the cache directory can see them: DynamoDB in
  * AWS, a directory beside the shared cache otherwise.
  */
-export async function createPresence(config: Config): Promise<PresenceStore> {
+export async function createPresence(config: Config, trace?: StoreSpanSink): Promise<PresenceStore> {
   if (config.presence.kind === 'local') {
-    return new ObjectPresenceStore({ store: new FsObjectStore(join(config.cacheDir, 'presence')) });
+    const local = new FsObjectStore(join(config.cacheDir, 'presence'));
+    return new ObjectPresenceStore({
+      store: trace ? new TracingObjectStore(local, 'presence', trace) : local,
+    });
   }
   const [{ DynamoDBClient }, { DynamoPresenceStore }] = await Promise.all([
     import('@aws-sdk/client-dynamodb'),
@@ -246,6 +258,22 @@ export async function createPresence(config: Config): Promise<PresenceStore> {
     }),
     table: config.presence.table,
   });
+}
+
+/** NARWAL_TRACE_DIR: store operations as JSON lines in `store-<pid>.jsonl`, git's trace2 under `git/`. */
+async function openTrace(
+  dir: string,
+): Promise<{ sink: StoreSpanSink; gitDir: string; close(): Promise<void> }> {
+  const gitDir = join(dir, 'git');
+  await mkdir(gitDir, { recursive: true });
+  const out = createWriteStream(join(dir, `store-${process.pid}.jsonl`), { flags: 'a' });
+  return {
+    sink: (span) => {
+      out.write(`${JSON.stringify(span)}\n`);
+    },
+    gitDir,
+    close: () => new Promise<void>((resolve) => out.end(resolve)),
+  };
 }
 
 /** NARWAL_ADMIN_TOKEN, else the token this data directory generated on its first start. */

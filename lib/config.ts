@@ -30,6 +30,11 @@ export interface Config {
   readonly gitChildren: number;
   readonly gitQueueMs: number;
   readonly quiet: boolean;
+  /**
+   * Instrumentation, off unless set: every store operation is appended to `store-<pid>.jsonl`
+   * here and git writes trace2 events under `git/` (benchmarks read them to profile a push).
+   */
+  readonly traceDir: string | undefined;
   /** Where long transfers go: set only on the Lambda functions, never on the pool itself. */
   readonly route: RouteConfig | null;
   /** How the next generation is built after a publish: in this process, or by the prewarm function. */
@@ -189,6 +194,7 @@ export function loadConfig(
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
     quiet: flag(env, 'NARWAL_QUIET', false),
+    traceDir: optionalPath(env, 'NARWAL_TRACE_DIR'),
   };
 }
 
@@ -252,6 +258,11 @@ function adminToken(env: Env): string | undefined {
     );
   }
   return value;
+}
+
+function optionalPath(env: Env, name: string): string | undefined {
+  const value = optional(env, name);
+  return value === undefined ? undefined : resolve(value);
 }
 
 /** An unset or empty variable is absent: `HOST=` must not mean "every interface". */

@@ -88,6 +88,12 @@ describe('loadConfig', () => {
     );
   });
 
+  it('turns tracing on only when NARWAL_TRACE_DIR is set, as an absolute path', () => {
+    expect(loadConfig({}).traceDir).toBeUndefined();
+    expect(loadConfig({ NARWAL_TRACE_DIR: '' }).traceDir).toBeUndefined();
+    expect(loadConfig({ NARWAL_TRACE_DIR: 'traces' }).traceDir).toBe(join(process.cwd(), 'traces'));
+  });
+
   it('parses NARWAL_STORE_LATENCY_MS', () => {
     expect(loadConfig({ NARWAL_STORE_LATENCY_MS: '25' }).storeLatencyMs).toBe(25);
     expect(configError({ NARWAL_STORE_LATENCY_MS: '-5' }).message).toBe(
