@@ -20,6 +20,7 @@ import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js'
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { installHooks } from './git/hookScript.js';
+import { installPackCacheHook } from './git/packCacheHook.js';
 import { History } from './history/History.js';
 import { createHandler } from './http/createHandler.js';
 import { createTransferRouter } from './http/transferRouter.js';
@@ -105,6 +106,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const scratchRoot = join(node.dir, 'push');
   await mkdir(scratchRoot, { recursive: true });
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
+  const packObjectsHook = config.packCache ? await installPackCacheHook(hooksDir) : null;
   const wal = new Wal(store);
   const sinks = await createEventSinks(
     config.events,
@@ -164,6 +166,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     tokens,
     logger,
     hooksDir,
+    packObjectsHook,
     scratchRoot,
     afterPublish,
     maxPushBytes: config.maxPushBytes,

@@ -29,6 +29,8 @@ export interface Config {
   readonly maxFetchRequestBytes: number;
   readonly gitChildren: number;
   readonly gitQueueMs: number;
+  /** Serve repeated full clones of a generation from the pack made for the first (on by default). */
+  readonly packCache: boolean;
   readonly quiet: boolean;
   /**
    * Instrumentation, off unless set: every store operation is appended to `store-<pid>.jsonl`
@@ -193,6 +195,7 @@ export function loadConfig(
     gitChildren: integer(env, 'NARWAL_GIT_CHILDREN', 64, 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
+    packCache: flag(env, 'NARWAL_PACK_CACHE', true),
     quiet: flag(env, 'NARWAL_QUIET', false),
     traceDir: optionalPath(env, 'NARWAL_TRACE_DIR'),
   };

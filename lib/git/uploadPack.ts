@@ -1,6 +1,12 @@
-/** Git configuration for upload-pack (clone and fetch); each line says why. */
-export function uploadPackConfig(): string[] {
+/**
+ * Git configuration for upload-pack (clone and fetch); each line says why. `packObjectsHook` is
+ * the pack cache (packCacheHook.ts), null when it is turned off.
+ */
+export function uploadPackConfig(packObjectsHook: string | null = null): string[] {
   return [
+    // Full clones of a generation are packed once and then served from the file. git honours this
+    // setting only from the command line or system/global config, never from a repository's.
+    ...(packObjectsHook ? ['-c', `uploadpack.packObjectsHook=${packObjectsHook}`] : []),
     // Partial clone (--filter=blob:none).
     ...['-c', 'uploadpack.allowFilter=true'],
     // A partial clone later fetches the blobs it lacks by oid. Protocol v2 accepts any `want`

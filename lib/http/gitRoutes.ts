@@ -36,6 +36,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
+  readonly packObjectsHook: string | null;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
 }
@@ -81,7 +83,8 @@ export async function infoRefs(
   const generation = loaded ? await deps.cache.advertise(await targetFor(deps, loaded, at)) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
-  const config = service === 'git-upload-pack' ? uploadPackConfig() : receivePackConfig(deps.hooksDir);
+  const config =
+    service === 'git-upload-pack' ? uploadPackConfig(deps.packObjectsHook) : receivePackConfig(deps.hooksDir);
   const child = await spawnReleasing(
     deps.git,
     generation,
@@ -145,7 +148,7 @@ export async function uploadPack(
     const child = await spawnReleasing(
       deps.git,
       generation,
-      [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
+      [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
       { env: gitProtocolEnv(protocol) },
     );
     void childExit(child).then(() => generation.release());
@@ -180,7 +183,7 @@ async function startUploadPack(
   const child = await spawnReleasing(
     deps.git,
     generation,
-    [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
+    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
     { env: gitProtocolEnv(protocol) },
   );
   const exit = childExit(child);

@@ -30,6 +30,7 @@ describe('loadConfig', () => {
       maxFetchRequestBytes: 64 * 1024 ** 2,
       gitChildren: 64,
       gitQueueMs: 0,
+      packCache: true,
       quiet: false,
       presence: { kind: 'local' },
       leaseTtlMs: 60_000,
