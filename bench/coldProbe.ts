@@ -4,7 +4,7 @@
  * operation delayed by NARWAL_STORE_LATENCY_MS (30 ms stands in for S3), then warm; and the rate
  * of a push loop before and while a cold rebuild of the same repository runs.
  *
- * The log is written directly through the publisher with real packs (bench/longLog.ts).
+ * The log is written directly through the publisher with real packs (bench/packedLog.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
