@@ -77,7 +77,7 @@ export async function infoRefs(
     ? null
     : service === 'git-upload-pack'
       ? await authorizeRead(deps, repo, principal)
-      : (recentForPush(repo, principal, recent) ?? (await authorizePush(deps, repo, principal)));
+      : await authorizePush(deps, repo, principal);
   // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
   // after O(refs) work, and the download waits for the request that needs objects.
   const generation = loaded ? await deps.cache.advertise(await targetFor(deps, loaded, at)) : null;
@@ -273,24 +273,6 @@ async function authorizeRead(
   authorize(principal, repo, 'read', { public: loaded?.index.public ?? false });
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
   return loaded;
-}
-
-/**
- * The index to advertise to a push without a store round trip: one this node read or published
- * moments ago. A push's advertisement may lag without harm, unlike a fetch's: the POST reads the
- * index afresh and runs receive-pack in a generation at least that new (so every object the
- * client may build on is there), and the CAS checks every update's old value against the index
- * it replaces, so a ref moved meanwhile by another node is refused (`ng <ref> fetch first`),
- * exactly as when it moves between a fresh advertisement and the POST.
- */
-function recentForPush(
-  repo: string,
-  principal: Principal | null,
-  recent: LoadedIndex | undefined,
-): LoadedIndex | undefined {
-  if (recent === undefined || principal === null) return undefined;
-  authorize(principal, repo, 'write', { public: recent.index.public });
-  return recent;
 }
 
 /** Reads the index and checks push access; null means the push may create the repository. */
