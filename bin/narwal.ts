@@ -5,8 +5,10 @@
  */
 import { checkpoint } from './commands/checkpoint.js';
 import { type ExitCode, UsageError } from './commands/context.js';
+import { events } from './commands/events.js';
 import { diff, rewind, show, who } from './commands/history.js';
 import { log } from './commands/log.js';
+import { protect } from './commands/protect.js';
 import { repo } from './commands/repo.js';
 import { serve } from './commands/serve.js';
 import { token } from './commands/token.js';
@@ -24,6 +26,10 @@ commands:
   rewind REPO SEQ [--refs PATTERN] [--dry-run] [--json]
                                              publish a new entry restoring the refs of entry SEQ
   checkpoint REPO                            make a checkpoint at the head of the log now
+  protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
+                                             protected-ref rules (patterns: refs/heads/main, refs/heads/release/*)
+  events replay REPO --from SEQ [--to DEST]...  deliver the events of a repository again from SEQ
+  events status REPO                         how far each event destination has accepted
   token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
                                              issue a token; patterns like "team/*" or "**"
   token list [--json]                        list tokens (never their secrets)
@@ -52,6 +58,10 @@ async function main(argv: string[]): Promise<ExitCode> {
       return diff(rest);
     case 'rewind':
       return rewind(rest);
+    case 'protect':
+      return protect(rest);
+    case 'events':
+      return events(rest);
     case undefined:
     case 'help':
     case '--help':

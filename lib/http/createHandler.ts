@@ -12,6 +12,7 @@ import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoute
 import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
+import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
@@ -39,6 +40,7 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
 async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreResponse> {
   const path = decodePath(request.path);
   if (path === '/healthz') return text(200, 'ok');
+  if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
   if (path === '/' || path === '') {
     if (request.query.has('sign-in')) return signInRoute(principal);

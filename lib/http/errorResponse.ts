@@ -8,6 +8,8 @@ import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
 import { errorPageView } from '../monitor/pages.js';
+import { RuleNotFound } from '../policy/protection.js';
+import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
@@ -27,6 +29,8 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
   if (error instanceof InvalidRefPattern) return text(400, `narwal: ${error.message}`);
   if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
+  if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
+  if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
   if (error instanceof Busy) {
     return text(503, error.message, { 'retry-after': String(error.retryAfterSeconds) });
   }

@@ -36,6 +36,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
+  readonly packObjectsHook: string | null;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
 }
@@ -81,12 +83,14 @@ export async function infoRefs(
   const generation = loaded ? await deps.cache.advertise(await targetFor(deps, loaded, at)) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
-  const config = service === 'git-upload-pack' ? uploadPackConfig() : receivePackConfig(deps.hooksDir);
+  const config =
+    service === 'git-upload-pack' ? uploadPackConfig(deps.packObjectsHook) : receivePackConfig(deps.hooksDir);
   const child = await spawnReleasing(
     deps.git,
     generation,
     [...config, service.slice(4), '--stateless-rpc', '--advertise-refs', dir],
-    { env: service === 'git-upload-pack' ? gitProtocolEnv(protocol) : {} },
+    // receive-pack answers a v1 request with `version 1` and ignores v2, which it does not speak.
+    { env: gitProtocolEnv(protocol) },
   );
   child.stdin?.end();
   const exit = childExit(child);
@@ -144,7 +148,7 @@ export async function uploadPack(
     const child = await spawnReleasing(
       deps.git,
       generation,
-      [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
+      [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
       { env: gitProtocolEnv(protocol) },
     );
     void childExit(child).then(() => generation.release());
@@ -179,7 +183,7 @@ async function startUploadPack(
   const child = await spawnReleasing(
     deps.git,
     generation,
-    [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
+    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
     { env: gitProtocolEnv(protocol) },
   );
   const exit = childExit(child);
@@ -229,6 +233,7 @@ export async function receivePack(
     body,
     who: {
       token: principal?.name ?? 'anonymous',
+      ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
       ...(principal?.owner ? { owner: principal.owner } : {}),
       ...(request.headers['user-agent'] ? { agent: request.headers['user-agent'].slice(0, 200) } : {}),
       ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),

@@ -290,3 +290,49 @@ function jsonPost(body: unknown): RequestInit {
     body: typeof body === 'string' ? body : JSON.stringify(body),
   };
 }
+
+describe('a rewind round trip', () => {
+  it('pushes A, B, C, rewinds to A: clones show A, the log has four entries, the dry run wrote nothing', async () => {
+    const local = await startInProcess({ env: { NARWAL_CHECKPOINT_EVERY: '1000' } });
+    try {
+      const dir = await workRepo(home, 0, 'abc');
+      const url = `${local.authUrl}/team/abc.git`;
+      const a = await commitFile(dir, home, 'f.txt', 'A\n', 'A');
+      await gitOk(['push', '-q', url, 'main'], { cwd: dir, home });
+      await commitFile(dir, home, 'f.txt', 'B\n', 'B');
+      await gitOk(['push', '-q', url, 'main'], { cwd: dir, home });
+      await commitFile(dir, home, 'f.txt', 'C\n', 'C');
+      await gitOk(['push', '-q', url, 'main'], { cwd: dir, home });
+      await local.app.idle();
+
+      const objects = async () => {
+        let count = 0;
+        let startAfter: string | undefined;
+        do {
+          const page = await local.app.store.list('', startAfter ? { startAfter } : {});
+          count += page.keys.length;
+          startAfter = page.next;
+        } while (startAfter);
+        return count;
+      };
+      const before = await objects();
+      const dry = await narwalCli(['rewind', 'team/abc', '1', '--dry-run'], { dataDir: local.dataDir });
+      expect(dry.stdout).toContain('would update 1 ref(s)');
+      expect(await objects()).toBe(before);
+
+      const done = await narwalCli(['rewind', 'team/abc', '1'], { dataDir: local.dataDir });
+      expect(done.stdout).toContain('published as entry 4');
+      const clone = await mkdtemp(join(tmpdir(), 'narwal-abc-'));
+      await gitOk(['clone', '-q', url, clone], { home });
+      expect((await gitOk(['rev-parse', 'HEAD'], { cwd: clone, home })).trim()).toBe(a);
+
+      const log = (await (
+        await fetch(`${local.url}/api/v1/repos/team/abc/-/log`, { headers: { authorization: auth } })
+      ).json()) as { items: { seq: number; kind?: string; rewind?: { to: number } }[] };
+      expect(log.items.map((i) => i.seq)).toEqual([4, 3, 2, 1]);
+      expect(log.items[0]).toMatchObject({ kind: 'rewind', rewind: { to: 1 } });
+    } finally {
+      await local.stop();
+    }
+  });
+});
