@@ -82,7 +82,7 @@ export interface EntryObject {
 }
 
 /** At most this many ref updates are copied into a log item; the entry object has them all. */
-export const MAX_ITEM_UPDATES = 16;
+export const MAX_ITEM_UPDATES = 4;
 
 /** One published entry as the index (and later a page) records it: a summary of the entry. */
 export interface LogItem {
