@@ -34,9 +34,19 @@ interface TargetFigures {
   maxRssBytes: number;
 }
 
-/** Cases, crashes, max latency per case and max RSS per target, printed as one summary line each. */
+/**
+ * Cases, crashes, max latency per case and max RSS per target, printed as one summary line each.
+ * RSS growth is measured from the last `begin()` (or construction): the process's RSS before the
+ * first case, so that a server started in the same process is not counted as growth.
+ */
 export class FuzzFigures {
   readonly #targets = new Map<string, TargetFigures>();
+  #baseRssBytes = process.memoryUsage.rss();
+
+  /** Takes the RSS now as the baseline that growth is measured from. */
+  begin(): void {
+    this.#baseRssBytes = process.memoryUsage.rss();
+  }
 
   /** Times `work`; a throw that `expected` does not accept counts as a crash and is rethrown. */
   measure<T>(target: string, work: () => T, expected: (error: unknown) => boolean): T | undefined {
@@ -54,12 +64,13 @@ export class FuzzFigures {
     }
   }
 
-  record(target: string, ms: number, crashed = false): void {
+  /** One case of `target`; RSS is sampled now unless the caller sampled it during the case. */
+  record(target: string, ms: number, options: { crashed?: boolean; rssBytes?: number } = {}): void {
     const entry = this.#entry(target);
     entry.cases += 1;
-    if (crashed) entry.crashes += 1;
+    if (options.crashed) entry.crashes += 1;
     entry.maxMs = Math.max(entry.maxMs, ms);
-    entry.maxRssBytes = Math.max(entry.maxRssBytes, process.memoryUsage.rss());
+    entry.maxRssBytes = Math.max(entry.maxRssBytes, options.rssBytes ?? process.memoryUsage.rss());
   }
 
   crashes(): number {
@@ -67,11 +78,22 @@ export class FuzzFigures {
   }
 
   summary(title: string): string {
-    const lines = [...this.#targets.entries()].map(
-      ([name, t]) =>
-        `  ${name}: ${t.cases} cases, ${t.crashes} crashes, max ${t.maxMs.toFixed(1)} ms/case, max RSS ${Math.round(t.maxRssBytes / 1024 ** 2)} MiB`,
-    );
-    return [`${title} (seed ${FUZZ_SEED}):`, ...lines].join('\n');
+    const all = [...this.#targets.values()];
+    const mib = (bytes: number) => Math.round(bytes / 1024 ** 2);
+    const line = (name: string, t: TargetFigures) =>
+      `  ${name}: ${t.cases} cases, ${t.crashes} crashes, max ${t.maxMs.toFixed(1)} ms/case, max RSS ${mib(t.maxRssBytes)} MiB (growth ${mib(Math.max(0, t.maxRssBytes - this.#baseRssBytes))} MiB)`;
+    const total: TargetFigures = {
+      cases: all.reduce((n, t) => n + t.cases, 0),
+      crashes: this.crashes(),
+      maxMs: Math.max(0, ...all.map((t) => t.maxMs)),
+      maxRssBytes: Math.max(0, ...all.map((t) => t.maxRssBytes)),
+    };
+    const lines = [...this.#targets.entries()].map(([name, t]) => line(name, t));
+    return [
+      `${title} (seed ${FUZZ_SEED}, RSS at start ${mib(this.#baseRssBytes)} MiB):`,
+      ...lines,
+      line('total', total),
+    ].join('\n');
   }
 
   #entry(target: string): TargetFigures {
