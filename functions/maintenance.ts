@@ -1,7 +1,8 @@
 /**
  * The scheduled maintenance function: idle eviction of the shared cache, and checkpoints of the
  * repositories in it that are due one (after a push, the prewarm function makes them; this
- * catches whatever a lost or throttled invocation left). The orphan sweep of the store is not
+ * catches whatever a lost or throttled invocation left), and catching up event deliveries from
+ * their cursors. The orphan sweep of the store is not
  * part of it yet.
  */
 import middy from '@middy/core';
@@ -15,6 +16,8 @@ export interface MaintenanceOutcome {
   readonly evicted: { readonly generations: number; readonly repositories: number };
   /** Repositories whose checkpoint policy was checked (and applied when due). */
   readonly checked: number;
+  /** Events delivered by catching up from the cursors (deliveries a failure left behind). */
+  readonly events: number;
 }
 
 /** Checkpoints are repacks: a few at a time leave the function's CPU to each of them. */
@@ -26,7 +29,9 @@ export function maintenanceHandler(from: Container) {
       const app = await from.app();
       const evicted = await app.sweep();
       const checked = await checkpointDue(app, from);
-      return { evicted, checked };
+      const progress = await app.catchUpEvents();
+      for (const p of progress) if (p.error) from.logger.warn('event delivery stopped', { ...p });
+      return { evicted, checked, events: progress.reduce((sum, p) => sum + p.delivered, 0) };
     },
     { requestEnd: () => from.idle() },
   );

@@ -7,6 +7,8 @@ await build({
     bench: 'bench/run.ts',
     'bench-peer': 'bench/peerMain.ts',
     'bench-cold': 'bench/coldProbe.ts',
+    'bench-history': 'bench/historyLatency.ts',
+    'bench-refs': 'bench/refsGrowth.ts',
   },
   outdir: 'dist',
   bundle: true,

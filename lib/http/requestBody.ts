@@ -141,3 +141,10 @@ export class IdleLimit extends Transform {
     this.#timer = undefined;
   }
 }
+
+/** A (bounded) body read whole. */
+export async function readAll(body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks);
+}
