@@ -36,7 +36,7 @@ import { type ChildExit, childExit, firstOutput } from './childOutput.js';
 import { fastForwards, pairKey } from './fastForwards.js';
 import { Busy } from './GitBudget.js';
 import type { GitRunner } from './GitRunner.js';
-import { createScratchRepo, type ReceivedPack } from './scratchRepo.js';
+import { createEmptyBase, createScratchRepo, type ReceivedPack } from './scratchRepo.js';
 import { SidebandProgress } from './sidebandProgress.js';
 import { spoolBody } from './spoolBody.js';
 
@@ -96,6 +96,8 @@ export async function runReceivePack(
   deps: ReceivePackDeps,
   request: ReceivePackRequest,
 ): Promise<ReceivePackOutcome> {
+  // A repository that does not exist yet has nothing to prepare and must not get a cache entry.
+  if (request.create) return receiveInto(deps, request, await createEmptyBase(deps.scratchRoot));
   // The generation of the index the client's advertisement came from (or a newer one): its
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
   const target = deps.cache.target(request.loaded);
