@@ -17,7 +17,7 @@ import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { indexKey } from '../../lib/wal/keys.js';
 import { type CapturedRequest, captureGitRequests } from '../helpers/captureGitRequests.js';
 import { FuzzFigures, fuzzParams, fuzzTimeout } from '../helpers/fuzz.js';
-import { git, gitOk, makeHome } from '../helpers/gitClient.js';
+import { git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { mutatedBody, oddRefName } from '../helpers/mutateGitBody.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 import { gitReport, type RawRequest, type RawResponse, rawRequest } from '../helpers/rawHttp.js';
@@ -32,6 +32,10 @@ const AUTH = `Basic ${Buffer.from(`x:${ADMIN_TOKEN}`).toString('base64')}`;
 
 let server: RunningNarwal & { app: App };
 let home: string;
+/** A private repository next to the target, and a token that may read only the target. */
+const VAULT = 'vault/secret';
+let vaultHead = '';
+let targetReader = '';
 let captured: CapturedRequest[] = [];
 const figures = new FuzzFigures();
 
@@ -57,6 +61,12 @@ beforeAll(async () => {
     cwd: work,
     home,
   });
+  const vault = await workRepo(home, 2, 'vault');
+  vaultHead = (await gitOk(['rev-parse', 'HEAD'], { cwd: vault, home })).trim();
+  await gitOk(['push', '-q', `${server.authUrl}/${VAULT}.git`, 'main'], { cwd: vault, home });
+  targetReader = (
+    await server.app.tokens.create({ name: 'target-reader', grants: [{ scope: 'read', pattern: REPO }] })
+  ).token;
   await server.app.idle();
 }, 120_000);
 
@@ -68,6 +78,7 @@ afterAll(async () => {
 interface Snapshot {
   keys: string[];
   indexEtag: string;
+  vaultEtag: string;
   refs: Map<string, string>;
 }
 
@@ -94,12 +105,13 @@ async function advertisedRefs(): Promise<Map<string, string>> {
 
 async function snapshot(): Promise<Snapshot> {
   await server.app.idle();
-  const [keys, head, refs] = await Promise.all([
+  const [keys, head, vault, refs] = await Promise.all([
     listKeys(),
     server.app.store.head(indexKey(REPO)),
+    server.app.store.head(indexKey(VAULT)),
     advertisedRefs(),
   ]);
-  return { keys, indexEtag: head.etag, refs };
+  return { keys, indexEtag: head.etag, vaultEtag: vault.etag, refs };
 }
 
 const seeds = (service: CapturedRequest['service']) => captured.filter((r) => r.service === service);
@@ -120,6 +132,8 @@ const gitHeaders = (service: string, body: Buffer | null, v2: boolean): Record<s
 interface HostileCase {
   readonly kind: string;
   readonly request: Omit<RawRequest, 'deadlineMs'>;
+  /** Who sends it, when not the admin: its answer must hold no object id it may not read. */
+  readonly as?: 'anonymous' | 'target-reader';
 }
 
 const servicePath = (service: string) => `/${REPO}.git/${service}`;
@@ -390,6 +404,107 @@ const invalidRef = fc.tuple(seedOf('git-receive-pack'), oddRefName).map(([seed, 
   return post('invalid ref name', 'git-receive-pack', Buffer.concat([pkt, Buffer.from('0000'), pack]), false);
 });
 
+/**
+ * Dot segments, encoded dots and slashes, doubled slashes and names of the private repository
+ * against the JSON API and the monitor pages, by anonymous clients and by a token of the target.
+ * Only the admin reads (GET/HEAD), so no case can change anything by being allowed to.
+ */
+const apiPart = fc.constantFrom(
+  'fuzz',
+  'target',
+  'target.git',
+  'vault',
+  'secret',
+  '..',
+  '.',
+  '',
+  '%2e%2e',
+  '%2E.',
+  '%2f',
+  '%2F',
+  '%5c',
+  '%00',
+  '%252e%252e',
+  'vault%2fsecret',
+  '..%2fvault',
+  '%2e%2e%2fvault',
+  'fuzz%2f..%2fvault',
+  'api',
+  'v1',
+  'repos',
+  '-',
+  '%2d',
+  'entries',
+);
+const apiPrefix = fc.constantFrom(
+  '/api/v1/repos/',
+  '/api/v1/',
+  '/api/v1/repos/fuzz/target/',
+  '/api/v1/repos/fuzz/target/-/',
+  '/api/v1/repos/fuzz/target/-/entries/',
+  '/api%2fv1/repos/',
+  '//api/v1/repos/',
+  '/',
+  '/fuzz/target/',
+  '/fuzz/target/-/',
+  '/fuzz/target/-/entry/',
+);
+const apiSuffix = fc.constantFrom(
+  '',
+  '/',
+  '.git',
+  '/-/log',
+  '/-/log?before=99&limit=2',
+  '/-/entries/1',
+  '/-/refs',
+  '/-/refs?at=1',
+  '/-/who?ref=refs/heads/main',
+  '/-/who?ref=..%2f..%2fHEAD',
+  '/-/diff?from=0&to=1',
+  '/-/rewind',
+  '/-/rewind?to=0',
+  '/-/entry/1',
+  '/-/protection',
+  '/-/protection?pattern=..%2f*',
+);
+const apiTraversal = fc
+  .tuple(
+    apiPrefix,
+    // Real names now and then, so that some cases are served and the rest are near misses.
+    fc.oneof(
+      fc.constantFrom(
+        ['fuzz', 'target'],
+        ['vault', 'secret'],
+        ['fuzz', 'target', '..', '..', 'vault', 'secret'],
+      ),
+      fc.array(apiPart, { minLength: 1, maxLength: 4 }),
+    ),
+    apiSuffix,
+    fc.constantFrom('GET', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE'),
+    fc.constantFrom<'anonymous' | 'target-reader' | 'admin'>('anonymous', 'target-reader', 'admin'),
+    fc.boolean(),
+  )
+  .map(([prefix, parts, suffix, verb, who, html]): HostileCase => {
+    const as = who === 'admin' && verb !== 'GET' && verb !== 'HEAD' ? 'target-reader' : who;
+    const body = verb === 'POST' || verb === 'PUT' ? Buffer.from('{"to":0,"dryRun":false,"rules":[]}') : null;
+    const headers: Record<string, string> = {
+      ...(as === 'admin' ? { Authorization: AUTH } : {}),
+      ...(as === 'target-reader'
+        ? { Authorization: `Basic ${Buffer.from(`x:${targetReader}`).toString('base64')}` }
+        : {}),
+      ...(html ? { Accept: 'text/html' } : {}),
+      ...(body ? { 'Content-Type': 'application/json', 'Content-Length': String(body.length) } : {}),
+    };
+    return {
+      kind: 'traversal in API and monitor paths',
+      request: {
+        head: head(verb, `${prefix}${parts.join('/')}${suffix}`, headers),
+        ...(body ? { body: [body] } : {}),
+      },
+      ...(as === 'admin' ? {} : { as }),
+    };
+  });
+
 const hostileCase: fc.Arbitrary<HostileCase> = fc.oneof(
   { weight: 6, arbitrary: mutatedPost('git-receive-pack') },
   { weight: 5, arbitrary: mutatedPost('git-upload-pack') },
@@ -399,6 +514,7 @@ const hostileCase: fc.Arbitrary<HostileCase> = fc.oneof(
   { weight: 1, arbitrary: slowLoris },
   { weight: 4, arbitrary: oddPath },
   { weight: 3, arbitrary: headerAbuse },
+  { weight: 4, arbitrary: apiTraversal },
 );
 
 /** Runs `work` while sampling this process's RSS (the server runs in it). */
@@ -421,10 +537,16 @@ function judge(c: HostileCase, response: RawResponse): 'refused' | 'git-error' |
   expect(response.status, `${c.kind}: the connection closed without an answer`).not.toBe(0);
   expect(response.status, context).toBeLessThan(500);
   if (response.status >= 400) {
-    expect(response.headers['content-type'], context).toMatch(/^text\/plain/);
+    // The JSON API answers {"error": message}, everything else the message as text.
+    const api = / \/api\//.test(c.request.head.split('\r\n')[0] ?? '');
+    expect(response.headers['content-type'], context).toMatch(api ? /^application\/json/ : /^text\/plain/);
     // A HEAD answer carries the headers of the message, not its body.
-    if (!c.request.head.startsWith('HEAD '))
-      expect(response.body.toString('utf8'), context).toMatch(/^narwal: \S/);
+    if (!c.request.head.startsWith('HEAD ')) {
+      const message = api
+        ? (JSON.parse(response.body.toString('utf8')) as { error: string }).error
+        : response.body.toString('utf8');
+      expect(message, context).toMatch(/^narwal: \S/);
+    }
     return 'refused';
   }
   const report = gitReport(response.body);
@@ -438,56 +560,80 @@ function judge(c: HostileCase, response: RawResponse): 'refused' | 'git-error' |
   return 'answered';
 }
 
+/** Runs `cases` against the server, each checked by `judge`, for leaks, liveness and writes. */
+async function runHostile(cases: fc.Arbitrary<HostileCase>, runs: number): Promise<Map<string, number>> {
+  const outcomes = new Map<string, number>();
+  let before = await snapshot();
+  await fc.assert(
+    fc.asyncProperty(cases, async (c) => {
+      const { value: response, rss } = await sampled(() =>
+        rawRequest(server.url, { ...c.request, deadlineMs: CASE_DEADLINE_MS }),
+      );
+      let outcome: ReturnType<typeof judge>;
+      try {
+        outcome = judge(c, response);
+        // No object id of a repository the sender may not read, whatever the path said.
+        const hidden =
+          c.as === undefined ? [] : [vaultHead, ...(c.as === 'anonymous' ? before.refs.values() : [])];
+        const answer = response.body.toString('latin1');
+        for (const oid of hidden) expect(answer.includes(oid), `${c.kind}: leaked ${oid}`).toBe(false);
+        figures.record(c.kind, response.ms, { rssBytes: rss });
+      } catch (error) {
+        figures.record(c.kind, response.ms, { crashed: true, rssBytes: rss });
+        throw error;
+      }
+      outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      // The server still answers.
+      const health = await rawRequest(server.url, {
+        head: head('GET', '/healthz', {}),
+        deadlineMs: 5_000,
+      });
+      expect(health.status, `after ${c.kind}`).toBe(200);
+      const after = await snapshot();
+      expect(after.vaultEtag, `${VAULT} after ${c.kind}`).toBe(before.vaultEtag);
+      if (outcome === 'accepted') {
+        // Only what the push reported ok changed.
+        const ok = new Set(
+          gitReport(response.body)
+            .report.filter((l) => l.startsWith('ok '))
+            .map((l) => l.slice(3)),
+        );
+        for (const ref of new Set([...before.refs.keys(), ...after.refs.keys()])) {
+          if (!ok.has(ref)) expect(after.refs.get(ref), `${ref} after ${c.kind}`).toBe(before.refs.get(ref));
+        }
+      } else {
+        expect(after.indexEtag, `index after ${c.kind}`).toBe(before.indexEtag);
+        expect(after.keys, `store after ${c.kind}`).toEqual(before.keys);
+      }
+      before = after;
+    }),
+    fuzzParams(runs),
+  );
+  return outcomes;
+}
+
+const printOutcomes = (what: string, outcomes: Map<string, number>) =>
+  console.log(`${what} outcomes: ${[...outcomes].map(([k, v]) => `${k} ${v}`).join(', ')}`);
+
 describe('hostile HTTP', () => {
   it(
     'answers every hostile request with a clear 4xx or git-level error, stays up, and writes nothing',
     async () => {
-      const outcomes = new Map<string, number>();
-      let before = await snapshot();
       figures.begin();
-      await fc.assert(
-        fc.asyncProperty(hostileCase, async (c) => {
-          const { value: response, rss } = await sampled(() =>
-            rawRequest(server.url, { ...c.request, deadlineMs: CASE_DEADLINE_MS }),
-          );
-          let outcome: ReturnType<typeof judge>;
-          try {
-            outcome = judge(c, response);
-            figures.record(c.kind, response.ms, { rssBytes: rss });
-          } catch (error) {
-            figures.record(c.kind, response.ms, { crashed: true, rssBytes: rss });
-            throw error;
-          }
-          outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
-          // The server still answers.
-          const health = await rawRequest(server.url, {
-            head: head('GET', '/healthz', {}),
-            deadlineMs: 5_000,
-          });
-          expect(health.status, `after ${c.kind}`).toBe(200);
-          const after = await snapshot();
-          if (outcome === 'accepted') {
-            // Only what the push reported ok changed.
-            const ok = new Set(
-              gitReport(response.body)
-                .report.filter((l) => l.startsWith('ok '))
-                .map((l) => l.slice(3)),
-            );
-            for (const ref of new Set([...before.refs.keys(), ...after.refs.keys()])) {
-              if (!ok.has(ref))
-                expect(after.refs.get(ref), `${ref} after ${c.kind}`).toBe(before.refs.get(ref));
-            }
-          } else {
-            expect(after.indexEtag, `index after ${c.kind}`).toBe(before.indexEtag);
-            expect(after.keys, `store after ${c.kind}`).toEqual(before.keys);
-          }
-          before = after;
-        }),
-        fuzzParams(150),
-      );
-      console.log(`hostile HTTP outcomes: ${[...outcomes].map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      printOutcomes('hostile HTTP', await runHostile(hostileCase, 150));
     },
     fuzzTimeout(400_000),
+  );
+
+  it(
+    'never lets a path into the API or the monitor reach a repository the sender may not read',
+    async () => {
+      const outcomes = await runHostile(apiTraversal, 200);
+      printOutcomes('API and monitor traversal', outcomes);
+      // The cases reach the routes (some are served) rather than all failing at the parser.
+      expect(outcomes.get('answered') ?? 0).toBeGreaterThan(0);
+    },
+    fuzzTimeout(300_000),
   );
 });
 
