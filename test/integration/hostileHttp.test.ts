@@ -8,6 +8,9 @@
  * exactly the refs it reported `ok` may change.
  * Figures (cases, crashes, max latency per case, max RSS) are printed at the end.
  */
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -779,6 +782,10 @@ describe('hostile HTTP, case by case', () => {
       ).toBe(false);
     }
     expect(await listKeys()).toEqual(keys);
+    // Nor anything in the shared cache (a push to a new repository is received in scratch).
+    expect(existsSync(join(server.dataDir, 'cache', 'repos', 'fuzz', 'never-created.git'))).toBe(false);
+    // And the target, created by its first push, has one incarnation in the cache: its own.
+    expect(await readdir(join(server.dataDir, 'cache', 'repos', `${REPO}.git`))).toHaveLength(1);
     const ls = await git(['ls-remote', `${server.authUrl}/fuzz/never-created.git`], { home });
     expect(ls.code).not.toBe(0);
   });
