@@ -171,6 +171,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
+    bodyIdleMs: config.bodyIdleMs,
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl,

@@ -27,6 +27,12 @@ export interface Config {
   readonly publicUrl: string | undefined;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** A request's headers must arrive within this... */
+  readonly headersTimeoutMs: number;
+  /** ...the whole request within this... */
+  readonly requestTimeoutMs: number;
+  /** ...and its body may pause at most this long between two chunks (slow-loris uploads). */
+  readonly bodyIdleMs: number;
   readonly gitChildren: number;
   readonly gitQueueMs: number;
   /** Serve repeated full clones of a generation from the pack made for the first (on by default). */
@@ -192,6 +198,9 @@ export function loadConfig(
       1024,
       Number.MAX_SAFE_INTEGER,
     ),
+    headersTimeoutMs: integer(env, 'NARWAL_HEADERS_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    requestTimeoutMs: integer(env, 'NARWAL_REQUEST_TIMEOUT_MS', 15 * 60_000, 100, 24 * 3_600_000),
+    bodyIdleMs: integer(env, 'NARWAL_BODY_IDLE_MS', 30_000, 100, 3_600_000),
     gitChildren: integer(env, 'NARWAL_GIT_CHILDREN', 64, 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),

@@ -19,7 +19,11 @@ export async function serve(args: string[]): Promise<ExitCode> {
   });
   const logger = jsonLogger({ quiet: config.quiet, secrets: [config.adminToken] });
   const app = await createApp(config, logger);
-  const server = createNodeServer(app.handler, logger);
+  const server = createNodeServer(app.handler, logger, {
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    bodyIdleMs: config.bodyIdleMs,
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);

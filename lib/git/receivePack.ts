@@ -12,6 +12,7 @@
 import type { Duplex, Readable } from 'node:stream';
 import type { Generation, RepoCache } from '../cache/RepoCache.js';
 import { HttpError } from '../http/HttpError.js';
+import { onBodyError } from '../http/requestBody.js';
 import type { Logger } from '../log.js';
 import {
   type ProcReceiveCommand,
@@ -22,14 +23,20 @@ import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { packKey } from '../wal/keys.js';
-import { OutcomeUnknown, type Publisher, RepoNotFound } from '../wal/Publisher.js';
+import {
+  OutcomeUnknown,
+  type Publisher,
+  type RefOutcome,
+  RepoNotFound,
+  refusedOnEmptyRepo,
+} from '../wal/Publisher.js';
 import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import { type ChildExit, childExit, firstOutput } from './childOutput.js';
 import { fastForwards, pairKey } from './fastForwards.js';
 import { Busy } from './GitBudget.js';
 import type { GitRunner } from './GitRunner.js';
-import { createScratchRepo, type ReceivedPack } from './scratchRepo.js';
+import { createEmptyBase, createScratchRepo, type ReceivedPack } from './scratchRepo.js';
 import { SidebandProgress } from './sidebandProgress.js';
 import { spoolBody } from './spoolBody.js';
 
@@ -69,7 +76,13 @@ export function receivePackConfig(hooksDir: string): string[] {
 
 export interface ReceivePackRequest {
   readonly repo: string;
+  /** The index the client's advertisement came from (an unborn one for a new repository). */
   readonly loaded: LoadedIndex;
+  /**
+   * Set when the repository does not exist yet: creates it (or finds it created meanwhile). It
+   * is called only once a command would change a ref, so a refused push leaves nothing behind.
+   */
+  readonly create?: () => Promise<LoadedIndex>;
   readonly body: Readable;
   readonly who: Identity;
 }
@@ -83,6 +96,8 @@ export async function runReceivePack(
   deps: ReceivePackDeps,
   request: ReceivePackRequest,
 ): Promise<ReceivePackOutcome> {
+  // A repository that does not exist yet has nothing to prepare and must not get a cache entry.
+  if (request.create) return receiveInto(deps, request, await createEmptyBase(deps.scratchRoot));
   // The generation of the index the client's advertisement came from (or a newer one): its
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
   const target = deps.cache.target(request.loaded);
@@ -161,12 +176,19 @@ async function receiveInto(
 
   const channel = child.stdio[3] as Duplex;
   const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
+    const atomic = capabilities.includes('atomic');
     try {
+      let created = request.loaded.index.created;
+      if (request.create) {
+        const refused = refusedOnEmptyRepo(commands, atomic);
+        if (refused) return refused.map(resultOf);
+        created = (await request.create()).index.created;
+      }
       return await publishPush(deps, {
         repo,
-        created: request.loaded.index.created,
+        created,
         commands,
-        atomic: capabilities.includes('atomic'),
+        atomic,
         who: request.who,
         scratch,
         git: deps.git,
@@ -193,7 +215,7 @@ async function receiveInto(
     inputError ??= error;
     child.kill('SIGKILL');
   };
-  request.body.once('error', fail);
+  onBodyError(request.body, fail);
   parser.once('error', fail);
   child.stdin?.on('error', () => {});
   request.body.pipe(parser).pipe(child.stdin as NodeJS.WritableStream);
@@ -259,9 +281,11 @@ async function publishPush(
     await deps.cache.adoptPacks(push.repo, push.created, packs);
     deps.afterPublish(push.repo, result.loaded);
   }
-  return result.outcomes.map((o) =>
-    o.ok ? { ref: o.ref, ok: true } : { ref: o.ref, ok: false, reason: o.reason },
-  );
+  return result.outcomes.map(resultOf);
+}
+
+function resultOf(o: RefOutcome): ProcReceiveResult {
+  return o.ok ? { ref: o.ref, ok: true } : { ref: o.ref, ok: false, reason: o.reason };
 }
 
 /**

@@ -23,6 +23,21 @@ export interface ScratchRepo {
   remove(): Promise<void>;
 }
 
+/**
+ * The base a push to a repository that does not exist yet is received against: no refs, no
+ * objects. It lives under `root` and is removed on release, so such a push (which may be refused
+ * and create nothing) leaves nothing in the shared cache either.
+ */
+export async function createEmptyBase(
+  root: string,
+): Promise<{ dir: string; name: string; objects: string; release(): Promise<void> }> {
+  const dir = join(root, `${randomUUID()}.base`);
+  const objects = join(dir, 'objects');
+  await mkdir(objects, { recursive: true });
+  await writeFile(join(dir, 'packed-refs'), '');
+  return { dir, name: 'unborn', objects, release: () => rm(dir, { recursive: true, force: true }) };
+}
+
 export async function createScratchRepo(
   root: string,
   generation: { dir: string; objects: string },

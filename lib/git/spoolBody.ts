@@ -9,6 +9,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { onBodyError } from '../http/requestBody.js';
 import {
   type ReceivePackHead,
   type ReceivePackHeadLimits,
@@ -35,7 +36,7 @@ export async function spoolBody(
   const head = new Promise<ReceivePackHead>((resolve, reject) => {
     parser.once('head', resolve);
     parser.once('error', reject);
-    body.once('error', reject);
+    onBodyError(body, reject);
   });
   const done = pipeline(body, parser, createWriteStream(path));
   head.catch(() => {});

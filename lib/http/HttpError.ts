@@ -20,5 +20,6 @@ export const unauthorized = (message: string) =>
 export const forbidden = (message: string) => new HttpError(403, message);
 export const notFound = (message: string) => new HttpError(404, message);
 export const methodNotAllowed = (message: string) => new HttpError(405, message);
+export const requestTimeout = (message: string) => new HttpError(408, message, { connection: 'close' });
 export const payloadTooLarge = (message: string) => new HttpError(413, message);
 export const unsupportedMediaType = (message: string) => new HttpError(415, message);

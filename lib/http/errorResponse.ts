@@ -57,6 +57,28 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   return text(500, `narwal: internal error (request ${requestId})`);
 }
 
+/**
+ * The answer to a request node's HTTP parser refused before any handler saw it, by the parser's
+ * error code (node's `clientError` event; llhttp's HPE_* codes).
+ */
+export function clientErrorResponse(code: string | undefined, maxHeaderBytes: number): CoreResponse {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return text(
+      431,
+      `narwal: the request headers are larger than this server accepts (${maxHeaderBytes} bytes)`,
+    );
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT') {
+    return text(408, 'narwal: the request did not arrive in time; retry');
+  }
+  return text(400, `narwal: malformed HTTP request${code?.startsWith('HPE_') ? ` (${code})` : ''}`);
+}
+
+/** CONNECT (a proxy tunnel) is no method of a git host. */
+export function connectRefused(): CoreResponse {
+  return text(405, 'narwal: method CONNECT not allowed', { allow: 'GET, POST' });
+}
+
 /** 401 asks git for credentials; a hidden repository gets the same 404 as a missing one. */
 function accessDenied(error: AccessDenied): CoreResponse {
   const message = `narwal: ${error.message}`;

@@ -18,12 +18,13 @@ import { gitProtocolEnv, uploadPackConfig, wantsProtocolV2 } from '../git/upload
 import type { Logger } from '../log.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
 import { classifyUploadPackRequest, predictedPrefix } from '../protocol/uploadPackRequest.js';
+import { emptyIndex } from '../wal/indexCodec.js';
 import type { LoadedIndex, RefValue } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
 import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
-import { decodedBody, readAll } from './requestBody.js';
+import { decodedBody, onBodyError, readAll } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -36,6 +37,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** A request body that pauses longer than this is cut off with 408. */
+  readonly bodyIdleMs: number;
   /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
   readonly packObjectsHook: string | null;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
@@ -118,7 +121,11 @@ export async function uploadPack(
   requireContentType(request, 'application/x-git-upload-pack-request');
   const loaded = await authorizeRead(deps, repo, principal);
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
-  const body = decodedBody(request, deps.maxFetchRequestBytes, 'the fetch request');
+  const body = decodedBody(
+    request,
+    { maxBytes: deps.maxFetchRequestBytes, idleMs: deps.bodyIdleMs },
+    'the fetch request',
+  );
   const protocol = request.headers['git-protocol'];
   const target = await targetFor(deps, loaded, at);
   if (await deps.cache.isComplete(target)) {
@@ -189,7 +196,7 @@ async function startUploadPack(
   const exit = childExit(child);
   void exit.then(() => generation.release());
   let inputError: Error | undefined;
-  body.once('error', (error) => {
+  onBodyError(body, (error) => {
     inputError ??= error;
     child.kill('SIGKILL');
   });
@@ -224,12 +231,14 @@ export async function receivePack(
 ): Promise<CoreResponse> {
   if (at !== undefined) throw pastIsReadOnly(repo, at);
   requireContentType(request, 'application/x-git-receive-pack-request');
-  let loaded = await authorizePush(deps, repo, principal);
-  const body = decodedBody(request, deps.maxPushBytes, 'the push');
-  if (loaded === null) loaded = await createForPush(deps, repo);
+  const loaded = await authorizePush(deps, repo, principal);
+  const body = decodedBody(request, { maxBytes: deps.maxPushBytes, idleMs: deps.bodyIdleMs }, 'the push');
+  // A new repository is created only when the push is about to change a ref: a refused push
+  // (bad commands, a bad pack, invalid ref names) must leave nothing in the store.
   const outcome = await runReceivePack(deps, {
     repo,
-    loaded,
+    loaded: loaded ?? unbornIndex(repo),
+    ...(loaded === null ? { create: () => createForPush(deps, repo) } : {}),
     body,
     who: {
       token: principal?.name ?? 'anonymous',
@@ -286,6 +295,11 @@ async function authorizePush(
   if (loaded === null) authorize(principal, repo, 'create');
   else authorize(principal, repo, 'write', { public: loaded.index.public });
   return loaded;
+}
+
+/** What a repository that does not exist yet looks like to receive-pack: no refs, no objects. */
+function unbornIndex(repo: string): LoadedIndex {
+  return { index: emptyIndex(repo, { public: false, now: new Date(0) }), etag: 'unborn' };
 }
 
 async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIndex> {

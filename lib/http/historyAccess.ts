@@ -14,6 +14,8 @@ export interface HistoryRouteDeps {
   readonly store: ObjectStore;
   /** NARWAL_PUBLIC_URL; without it, pages and the API name the host the client used. */
   readonly publicUrl?: string | undefined;
+  /** A request body that pauses longer than this is cut off with 408. */
+  readonly bodyIdleMs: number;
 }
 
 /** The current index of a repository the principal may read (a hidden one is "not found"). */

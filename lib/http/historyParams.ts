@@ -18,9 +18,11 @@ export function optionalSeq(value: string | null | undefined, name: string): num
 }
 
 /** The form or JSON fields of a small POST body. */
-export async function postFields(request: CoreRequest): Promise<Record<string, unknown>> {
+export async function postFields(request: CoreRequest, idleMs: number): Promise<Record<string, unknown>> {
   const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  const body = (await readAll(decodedBody(request, 64 * 1024, 'the request'))).toString('utf8');
+  const body = (await readAll(decodedBody(request, { maxBytes: 64 * 1024, idleMs }, 'the request'))).toString(
+    'utf8',
+  );
   if (type === 'application/json') {
     try {
       const parsed: unknown = JSON.parse(body);

@@ -86,6 +86,34 @@ export type RefOutcome =
   | { readonly ref: string; readonly ok: true; readonly noop: boolean }
   | { readonly ref: string; readonly ok: false; readonly reason: string };
 
+/** One command against the ref's current value, as git's receive-pack would decide it. */
+export function decideCommand(c: PushCommand, current: string): RefOutcome {
+  const problem = pushRefNameProblem(c.ref);
+  if (problem !== undefined) return { ref: c.ref, ok: false, reason: `funny refname: ${problem}` };
+  if (current === c.newOid) return { ref: c.ref, ok: true, noop: true };
+  if (current !== c.oldOid) return { ref: c.ref, ok: false, reason: 'fetch first' };
+  return { ref: c.ref, ok: true, noop: false };
+}
+
+/** An atomic push with any refused command refuses all of them. */
+function failAtomically(outcomes: readonly RefOutcome[]): RefOutcome[] {
+  return outcomes.map(
+    (o): RefOutcome => (o.ok ? { ref: o.ref, ok: false, reason: 'atomic push failure' } : o),
+  );
+}
+
+/**
+ * The outcomes of a push to a repository that does not exist yet, when it would change no ref
+ * (so creating the repository for it would leave something visible for a refused push); null
+ * when some ref would be created, and the repository must be.
+ */
+export function refusedOnEmptyRepo(commands: readonly PushCommand[], atomic: boolean): RefOutcome[] | null {
+  const outcomes = commands.map((c) => decideCommand(c, ZERO_OID));
+  const refused = atomic && outcomes.some((o) => !o.ok);
+  if (!refused && outcomes.some((o) => o.ok && !o.noop)) return null;
+  return refused ? failAtomically(outcomes) : outcomes;
+}
+
 export interface PublishResult {
   readonly outcomes: readonly RefOutcome[];
   /** The sequence number of this push's entry; null when it wrote none (no-op or refused). */
@@ -319,23 +347,20 @@ export class Publisher {
       const outcomes: RefOutcome[] = [];
       const updates: RefUpdate[] = [];
       for (const c of pending.job.commands) {
-        const problem = pushRefNameProblem(c.ref);
         const current = refs.get(c.ref) ?? ZERO_OID;
+        const decided = decideCommand(c, current);
         const refused =
-          problem === undefined && current === c.oldOid && current !== c.newOid
+          decided.ok && !decided.noop
             ? protectionProblem(
                 rules,
                 { ref: c.ref, old: current, new: c.newOid, ...fastForwardOf(c) },
                 pending.job.who,
               )
             : undefined;
-        if (problem !== undefined)
-          outcomes.push({ ref: c.ref, ok: false, reason: `funny refname: ${problem}` });
-        else if (current === c.newOid) outcomes.push({ ref: c.ref, ok: true, noop: true });
-        else if (current !== c.oldOid) outcomes.push({ ref: c.ref, ok: false, reason: 'fetch first' });
-        else if (refused !== undefined) outcomes.push({ ref: c.ref, ok: false, reason: refused });
-        else {
-          outcomes.push({ ref: c.ref, ok: true, noop: false });
+        const outcome: RefOutcome =
+          refused === undefined ? decided : { ref: c.ref, ok: false, reason: refused };
+        outcomes.push(outcome);
+        if (outcome.ok && !outcome.noop) {
           updates.push({
             ref: c.ref,
             old: current,
@@ -345,10 +370,7 @@ export class Publisher {
         }
       }
       if (pending.job.atomic && outcomes.some((o) => !o.ok)) {
-        const failed = outcomes.map(
-          (o): RefOutcome => (o.ok ? { ref: o.ref, ok: false, reason: 'atomic push failure' } : o),
-        );
-        return { pending, outcomes: failed, updates: [], publish: false };
+        return { pending, outcomes: failAtomically(outcomes), updates: [], publish: false };
       }
       for (const u of updates) refs.set(u.ref, u.new);
       const checkpoint = pending.job.checkpoint;

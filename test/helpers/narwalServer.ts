@@ -33,7 +33,11 @@ export async function startInProcess(
   const dataDir = options.dataDir ?? (await tempDataDir());
   const config = loadConfig({ NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env }, { dataDir, port: 0 });
   const app = await createApp(config, logger);
-  const server: Server = createNodeServer(app.handler, logger);
+  const server: Server = createNodeServer(app.handler, logger, {
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+    bodyIdleMs: config.bodyIdleMs,
+  });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
