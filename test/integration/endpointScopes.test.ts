@@ -173,7 +173,8 @@ describe('scopes on the JSON API and the monitor', () => {
         await preview(token),
       ]) {
         expect(response.status).toBe(status);
-        expect(response.text).toMatch(/narwal: /);
+        // JSON {"error": "narwal: ..."} from the API, an error page with the message from the monitor.
+        expect(response.text).toMatch(/narwal: |<div class="box error">[^<\s]/);
       }
     }
     expect(await indexEtag()).toBe(before);

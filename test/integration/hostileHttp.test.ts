@@ -540,15 +540,25 @@ function judge(c: HostileCase, response: RawResponse): 'refused' | 'git-error' |
   expect(response.status, `${c.kind}: the connection closed without an answer`).not.toBe(0);
   expect(response.status, context).toBeLessThan(500);
   if (response.status >= 400) {
-    // The JSON API answers {"error": message}, everything else the message as text.
-    const api = / \/api\//.test(c.request.head.split('\r\n')[0] ?? '');
-    expect(response.headers['content-type'], context).toMatch(api ? /^application\/json/ : /^text\/plain/);
+    // The JSON API answers {"error": message}; a browser (Accept: text/html) outside git's paths
+    // gets an error page with the message; everything else the message as text.
+    const line = c.request.head.split('\r\n')[0] ?? '';
+    const api = / \/api\//.test(line);
+    const page =
+      !api &&
+      /^accept:.*text\/html/im.test(c.request.head) &&
+      !/\/(info\/refs|git-upload-pack|git-receive-pack)(\?| )/.test(line);
+    expect(response.headers['content-type'], context).toMatch(
+      api ? /^application\/json/ : page ? /^text\/html/ : /^text\/plain/,
+    );
     // A HEAD answer carries the headers of the message, not its body.
     if (!c.request.head.startsWith('HEAD ')) {
-      const message = api
-        ? (JSON.parse(response.body.toString('utf8')) as { error: string }).error
-        : response.body.toString('utf8');
-      expect(message, context).toMatch(/^narwal: \S/);
+      const body = response.body.toString('utf8');
+      if (page) expect(body, context).toMatch(/<div class="box error">[^<\s]/);
+      else {
+        const message = api ? (JSON.parse(body) as { error: string }).error : body;
+        expect(message, context).toMatch(/^narwal: \S/);
+      }
     }
     return 'refused';
   }
