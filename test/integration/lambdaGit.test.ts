@@ -68,6 +68,31 @@ describe.each(['streamed', 'buffered'] as FunctionKind[])('git through the %s gi
     expect(remote.split('\t')[0]).toBe((await gitOk(['rev-parse', 'HEAD'], { cwd: work, home })).trim());
   });
 
+  it('serves the monitor pages and the JSON API through the same function', async () => {
+    const authorization = `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`;
+    const before = stack.api.invocations.length;
+    const list = await fetch(`${stack.api.url}/api/v1/repos`, { headers: { authorization } });
+    expect(list.status).toBe(200);
+    const repos = ((await list.json()) as { repos: { name: string; seq: number }[] }).repos;
+    expect(repos.find((r) => r.name === 'lambda/basic')?.seq).toBe(2);
+    const log = await fetch(`${stack.api.url}/api/v1/repos/lambda/basic/-/log`, {
+      headers: { authorization },
+    });
+    const items = ((await log.json()) as { items: { seq: number; who: { token: string } }[] }).items;
+    expect(items.map((i) => i.seq)).toEqual([2, 1]);
+    expect(items[0]?.who.token).toBe('admin');
+    const page = await fetch(`${stack.api.url}/lambda/basic`, {
+      headers: { authorization, accept: 'text/html' },
+    });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await page.text()).toContain('lambda/basic');
+    const hidden = await fetch(`${stack.api.url}/api/v1/repos/lambda/basic/-/log`);
+    expect(hidden.status).toBe(401);
+    const paths = stack.api.invocations.slice(before).map((i) => i.path);
+    expect(paths).toEqual(expect.arrayContaining(['/api/v1/repos', '/lambda/basic']));
+  });
+
   it('asks for credentials the way git understands', async () => {
     const out = await git(['ls-remote', `${stack.api.url}/lambda/basic.git`], { home });
     expect(out.code).not.toBe(0);
