@@ -8,6 +8,7 @@ import type { ExitCode } from './commands/context.js';
 import { log } from './commands/log.js';
 import { repo } from './commands/repo.js';
 import { serve } from './commands/serve.js';
+import { sweep } from './commands/sweep.js';
 import { token } from './commands/token.js';
 
 const USAGE = `usage: narwal <command> [options]
@@ -18,6 +19,9 @@ commands:
   repo list                                  list repositories
   log REPO [--limit N]                       print the newest log entries of a repository
   checkpoint REPO                            make a checkpoint at the head of the log now
+  sweep [--dry-run] [--retention-ms N] [--verbose]
+                                             delete store objects no index names, older than
+                                             NARWAL_SWEEP_RETENTION_MS (default 24 h)
   token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
                                              issue a token; patterns like "team/*" or "**"
   token list [--json]                        list tokens (never their secrets)
@@ -38,6 +42,8 @@ async function main(argv: string[]): Promise<ExitCode> {
       return token(rest);
     case 'checkpoint':
       return checkpoint(rest);
+    case 'sweep':
+      return sweep(rest);
     case undefined:
     case 'help':
     case '--help':

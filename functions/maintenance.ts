@@ -1,20 +1,23 @@
 /**
  * The scheduled maintenance function: idle eviction of the shared cache, and checkpoints of the
  * repositories in it that are due one (after a push, the prewarm function makes them; this
- * catches whatever a lost or throttled invocation left). The orphan sweep of the store is not
- * part of it yet.
+ * catches whatever a lost or throttled invocation left), and the orphan sweep of the store
+ * (objects no index names, older than NARWAL_SWEEP_RETENTION_MS).
  */
 import middy from '@middy/core';
 import type { ScheduledEvent } from 'aws-lambda';
 import type { App } from '../lib/app.js';
 import { cachedRepositories } from '../lib/cache/evict.js';
 import { mapLimit } from '../lib/util/mapLimit.js';
+import { sweepOrphans } from '../lib/wal/sweepOrphans.js';
 import { type Container, container } from './adapter/container.js';
 
 export interface MaintenanceOutcome {
   readonly evicted: { readonly generations: number; readonly repositories: number };
   /** Repositories whose checkpoint policy was checked (and applied when due). */
   readonly checked: number;
+  /** Orphans the store sweep deleted, and unnamed objects it kept for being too young. */
+  readonly orphans: { readonly deleted: number; readonly young: number };
 }
 
 /** Checkpoints are repacks: a few at a time leave the function's CPU to each of them. */
@@ -26,7 +29,16 @@ export function maintenanceHandler(from: Container) {
       const app = await from.app();
       const evicted = await app.sweep();
       const checked = await checkpointDue(app, from);
-      return { evicted, checked };
+      const swept = await sweepOrphans(app.wal, { retentionMs: app.config.sweepRetentionMs, dryRun: false });
+      for (const r of swept.repos) {
+        if (r.missing.length > 0)
+          from.logger.error('the log names missing objects', {
+            repo: r.repo,
+            missing: r.missing.slice(0, 20),
+          });
+      }
+      if (swept.deleted > 0) from.logger.info('store swept', { deleted: swept.deleted, young: swept.young });
+      return { evicted, checked, orphans: { deleted: swept.deleted, young: swept.young } };
     },
     { requestEnd: () => from.idle() },
   );

@@ -48,7 +48,7 @@ export interface App {
 }
 
 /** The S3 SDK is loaded only when configured, so the embedded default starts without it. */
-export async function createStore(config: Config): Promise<ObjectStore> {
+export async function createStore(config: Config, logger?: Logger): Promise<ObjectStore> {
   let base: ObjectStore;
   if (config.store.kind === 'fs') {
     base = new FsObjectStore(config.store.root);
@@ -71,7 +71,21 @@ export async function createStore(config: Config): Promise<ObjectStore> {
     });
   }
   if (config.storeLatencyMs === 0 && config.storeFaults.length === 0) return base;
-  return new FaultyObjectStore(base, { latencyMs: config.storeLatencyMs, faults: config.storeFaults });
+  return new FaultyObjectStore(base, {
+    latencyMs: config.storeLatencyMs,
+    faults: config.storeFaults,
+    ...(logger
+      ? {
+          onFault: (fault, key) =>
+            logger.warn('store fault injected', {
+              op: fault.op,
+              kind: fault.kind,
+              applied: fault.applied,
+              key,
+            }),
+        }
+      : {}),
+  });
 }
 
 export interface AppOptions {
@@ -81,7 +95,7 @@ export interface AppOptions {
 }
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
-  const store = options.store ?? (await createStore(config));
+  const store = options.store ?? (await createStore(config, logger));
   const adminToken = await loadAdminToken(config);
   const home = join(config.dataDir, 'home');
   await mkdir(home, { recursive: true });
@@ -91,8 +105,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
   const wal = new Wal(store);
   const publisher = new Publisher(wal);
-  const presence = await createPresence(config);
-  const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now: Date.now };
+  const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
+  const presence = await createPresence(config, now);
+  const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const cache = new RepoCache({ root: config.cacheDir, wal, leases, logger });
   const git = new GitRunner({ budget: new GitBudget(config.gitChildren, config.gitQueueMs), home });
   const checkpointer = new Checkpointer({
@@ -185,9 +200,9 @@ async function createPrewarmTrigger(
  * Presence records live where every node sharing the cache directory can see them: DynamoDB in
  * AWS, a directory beside the shared cache otherwise.
  */
-export async function createPresence(config: Config): Promise<PresenceStore> {
+export async function createPresence(config: Config, now: () => number = Date.now): Promise<PresenceStore> {
   if (config.presence.kind === 'local') {
-    return new ObjectPresenceStore({ store: new FsObjectStore(join(config.cacheDir, 'presence')) });
+    return new ObjectPresenceStore({ store: new FsObjectStore(join(config.cacheDir, 'presence')), now });
   }
   const [{ DynamoDBClient }, { DynamoPresenceStore }] = await Promise.all([
     import('@aws-sdk/client-dynamodb'),
@@ -199,6 +214,7 @@ export async function createPresence(config: Config): Promise<PresenceStore> {
       ...(config.presence.endpoint ? { endpoint: config.presence.endpoint } : {}),
     }),
     table: config.presence.table,
+    now,
   });
 }
 
