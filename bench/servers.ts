@@ -29,6 +29,7 @@ export async function startNarwal(options: {
   dataDir: string;
   token: string;
   cli?: string;
+  env?: Record<string, string>;
 }): Promise<BenchServer> {
   const child = spawn(
     process.execPath,
@@ -39,6 +40,7 @@ export async function startNarwal(options: {
         HOME: process.env.HOME,
         NARWAL_ADMIN_TOKEN: options.token,
         NARWAL_QUIET: '1',
+        ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
