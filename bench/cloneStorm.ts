@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { git } from './gitClient.js';
 import { type CpuTimes, cpuDelta, machineBusySeconds, processCpu, totalCpu } from './procCpu.js';
 import type { BenchServer } from './servers.js';
+import { percentile } from './stats.js';
 import { wireClone } from './wireClone.js';
 
 export interface StormOptions {
@@ -133,12 +134,4 @@ export function summarize(result: StormResult): StormSummary {
     serverCpuPerClone: (result.serverCpu.self + result.serverCpu.children) / Math.max(ok, 1),
     clientCpuPerClone: totalCpu(result.clientCpu) / Math.max(ok, 1),
   };
-}
-
-/** Nearest-rank percentile. */
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(rank, 1)) - 1] ?? Number.NaN;
 }

@@ -4,23 +4,15 @@
  * operation delayed by NARWAL_STORE_LATENCY_MS (30 ms stands in for S3), then warm; and the rate
  * of a push loop before and while a cold rebuild of the same repository runs.
  *
- * The log is written directly through the publisher (fast), as real pushes would have written it:
- * one pack with the history, ref moves, a checkpoint as the automatic policy makes them (every
- * 100 entries by default, so at most 100 entries after the newest one), then entries each with a
- * pack of their own.
+ * The log is written directly through the publisher with real packs (bench/packedLog.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApp } from '../lib/app.js';
-import { loadConfig } from '../lib/config.js';
-import { silentLogger } from '../lib/log.js';
-import { packKey } from '../lib/wal/keys.js';
-import { putImmutable } from '../lib/wal/putImmutable.js';
-import { ZERO_OID } from '../lib/wal/types.js';
 import { git, makeClientHome } from './gitClient.js';
+import { buildLongLog } from './packedLog.js';
 
 interface Narwal {
   repoUrl(repo: string): string;
@@ -88,78 +80,6 @@ function sh(cmd: string, cwd: string, input?: string): string {
   }).toString();
 }
 
-async function buildLog(work: string, dataDir: string): Promise<void> {
-  // A history of ENTRIES commits, made in one go by fast-import.
-  sh('git init -q -b main .', work);
-  let stream = '';
-  for (let i = 1; i <= ENTRIES; i++) {
-    const message = `entry ${i}\n`;
-    stream += `commit refs/heads/main\nmark :${i}\ncommitter B <b@x> ${1700000000 + i} +0000\ndata ${message.length}\n${message}`;
-    if (i > 1) stream += `from :${i - 1}\n`;
-    stream += `M 644 inline f${i % 50}.txt\ndata ${String(i).length + 1}\n${i}\n\n`;
-  }
-  sh('git fast-import --quiet', work, stream);
-  const commits = sh('git rev-list --reverse main', work).trim().split('\n');
-  const app = await createApp(
-    loadConfig({ NARWAL_ADMIN_TOKEN: TOKEN, NARWAL_QUIET: '1' }, { dataDir, port: 0 }),
-    silentLogger,
-  );
-  try {
-    await app.wal.createRepo(REPO, { public: false });
-    const who = { token: 'bench' };
-    const base = ENTRIES - AFTER;
-    // Entry 1: the history up to the checkpoint as one pack (as a first push would send it).
-    const packName = sh(
-      'git pack-objects -q --revs .git/objects/pack/bench',
-      work,
-      `${commits[base - 1]}\n`,
-    ).trim();
-    const packBase = join(work, '.git', 'objects', 'pack', `bench-${packName}`);
-    const name = `pack-${packName}`;
-    for (const ext of ['pack', 'idx'] as const) {
-      const path = `${packBase}.${ext}`;
-      await putImmutable(app.store, packKey(REPO, name, ext), { path, size: (await stat(path)).size });
-    }
-    let previous = ZERO_OID;
-    const move = async (i: number, packs: string[]) => {
-      const next = commits[i] ?? '';
-      await app.publisher.publish({
-        repo: REPO,
-        commands: [{ ref: 'refs/heads/main', oldOid: previous, newOid: next }],
-        atomic: false,
-        who,
-        packs,
-      });
-      previous = next;
-    };
-    await move(0, [name]);
-    for (let i = 1; i < base; i++) await move(i, []);
-    const checkpoint = await app.checkpointer.make(REPO);
-    console.log(`checkpoint at entry ${checkpoint?.seq} (${checkpoint?.bytes} bytes)`);
-    // The entries after the newest checkpoint, each with its own pack.
-    for (let i = base; i < ENTRIES; i++) {
-      const own = sh(
-        `git pack-objects -q --revs .git/objects/pack/one`,
-        work,
-        `${commits[i]}\n^${commits[i - 1]}\n`,
-      ).trim();
-      const ownBase = join(work, '.git', 'objects', 'pack', `one-${own}`);
-      const ownName = `pack-${own}`;
-      for (const ext of ['pack', 'idx'] as const) {
-        const path = `${ownBase}.${ext}`;
-        await putImmutable(app.store, packKey(REPO, ownName, ext), { path, size: (await stat(path)).size });
-      }
-      await move(i, [ownName]);
-    }
-    const loaded = await app.wal.readIndexFully(REPO);
-    console.log(
-      `log: ${loaded?.index.seq} entries, checkpoint at ${loaded?.index.checkpoint?.seq}, index ${JSON.stringify(loaded?.index).length} bytes`,
-    );
-  } finally {
-    await app.close();
-  }
-}
-
 async function timeLsRemote(server: Narwal, home: string): Promise<number> {
   const out = await git(['ls-remote', server.repoUrl(REPO)], { home });
   if (out.code !== 0) throw new Error(`ls-remote failed: ${out.stderr}`);
@@ -197,7 +117,17 @@ async function main(): Promise<void> {
   try {
     sh(`mkdir -p ${work}`, root);
     const t = performance.now();
-    await buildLog(work, dataDir);
+    const built = await buildLongLog({
+      work,
+      dataDir,
+      token: TOKEN,
+      repo: REPO,
+      entries: ENTRIES,
+      after: AFTER,
+    });
+    console.log(
+      `log: ${built.entries} entries, checkpoint at ${built.checkpointSeq}, index ${built.indexBytes} bytes`,
+    );
     console.log(`wrote the log in ${Math.round((performance.now() - t) / 1000)} s`);
     const server = await startNarwal(dataDir, LATENCY);
     servers.push(server);

@@ -5,8 +5,16 @@
  */
 import type { StormResult } from './cloneStorm.js';
 import { waitForQuiet } from './quiet.js';
-import type { LevelResult } from './report.js';
 import type { BenchServer } from './servers.js';
+
+export interface LevelResult {
+  readonly workers: number;
+  readonly protocol: 0 | 2;
+  /** Which server ran first at this level (the order rotates to spread drift). */
+  readonly order: readonly string[];
+  /** Per server name. */
+  readonly storms: Readonly<Record<string, StormResult>>;
+}
 
 export interface Level {
   readonly workers: number;
@@ -15,7 +23,7 @@ export interface Level {
 }
 
 export interface LevelsOptions {
-  readonly servers: { readonly peer: BenchServer; readonly narwal: BenchServer };
+  readonly servers: readonly BenchServer[];
   readonly storm: (server: BenchServer, level: Level) => Promise<StormResult>;
   readonly maxOther: number;
   readonly retries: number;
@@ -28,11 +36,11 @@ export async function runLevels(
   plan: readonly Level[],
   options: LevelsOptions,
 ): Promise<{ results: LevelResult[]; discarded: StormResult[] }> {
-  const { peer, narwal } = options.servers;
+  const { servers } = options;
   const results: LevelResult[] = [];
   const discarded: StormResult[] = [];
   for (const [i, level] of plan.entries()) {
-    const order = i % 2 === 0 ? [peer, narwal] : [narwal, peer];
+    const order = servers.map((_, k) => servers[(k + i) % servers.length] as BenchServer);
     const byName = new Map<string, StormResult>();
     for (const server of order) {
       for (let attempt = 0; ; attempt++) {
@@ -45,7 +53,7 @@ export async function runLevels(
         const result = await options.storm(server, level);
         const other = otherWork(result);
         options.log(
-          `  ${server.name.padEnd(6)} ${String(level.workers).padStart(3)} workers v${level.protocol}: ${result.cloneMs.length}/${level.clones} clones in ${(result.elapsedMs / 1000).toFixed(1)} s, machine ${percent(busy(result))} busy, other work ${percent(other)}${idle.quiet ? '' : ' (machine never idle before it)'}${result.firstError ? ` - first error: ${result.firstError}` : ''}`,
+          `  ${server.name.padEnd(11)} ${String(level.workers).padStart(3)} workers v${level.protocol}: ${result.cloneMs.length}/${level.clones} clones in ${(result.elapsedMs / 1000).toFixed(1)} s, machine ${percent(busy(result))} busy, other work ${percent(other)}${idle.quiet ? '' : ' (machine never idle before it)'}${result.firstError ? ` - first error: ${result.firstError}` : ''}`,
         );
         if (other <= options.maxOther || attempt >= options.retries) {
           byName.set(server.name, result);
@@ -55,15 +63,12 @@ export async function runLevels(
         options.log('  other work disturbed that storm; running it again');
       }
     }
-    const peerResult = byName.get('peer');
-    const narwalResult = byName.get('narwal');
-    if (!peerResult || !narwalResult) throw new Error('a storm did not run');
+    if (byName.size !== servers.length) throw new Error('a storm did not run');
     results.push({
       workers: level.workers,
       protocol: level.protocol,
       order: order.map((s) => s.name),
-      peer: peerResult,
-      narwal: narwalResult,
+      storms: Object.fromEntries(byName),
     });
   }
   return { results, discarded };

@@ -22,6 +22,8 @@ export interface PeerOptions {
   readonly auth?: { readonly user: string; readonly password: string };
   readonly host?: string;
   readonly port?: number;
+  /** git's trace2 event target (a directory: one file per git process), for push profiles. */
+  readonly trace2Dir?: string;
 }
 
 export interface RunningPeer {
@@ -60,7 +62,7 @@ function serveCgi(options: PeerOptions, req: IncomingMessage, res: ServerRespons
   const raw = req.url ?? '/';
   const q = raw.indexOf('?');
   const child = spawn('git', ['http-backend'], {
-    env: cgiEnv(options.root, req, {
+    env: cgiEnv(options, req, {
       pathInfo: decodeURIComponent(q < 0 ? raw : raw.slice(0, q)),
       query: q < 0 ? '' : raw.slice(q + 1),
       user,
@@ -103,7 +105,7 @@ function checkAuth(options: PeerOptions, header: string | undefined): string | n
 }
 
 function cgiEnv(
-  root: string,
+  options: PeerOptions,
   req: IncomingMessage,
   parts: { pathInfo: string; query: string; user: string },
 ): NodeJS.ProcessEnv {
@@ -116,7 +118,7 @@ function cgiEnv(
     GIT_CONFIG_COUNT: '1',
     GIT_CONFIG_KEY_0: 'http.receivepack',
     GIT_CONFIG_VALUE_0: 'true',
-    GIT_PROJECT_ROOT: root,
+    GIT_PROJECT_ROOT: options.root,
     GIT_HTTP_EXPORT_ALL: '1',
     GATEWAY_INTERFACE: 'CGI/1.1',
     SERVER_PROTOCOL: `HTTP/${req.httpVersion}`,
@@ -127,6 +129,7 @@ function cgiEnv(
     REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
   };
   if (parts.user !== '') env.REMOTE_USER = parts.user;
+  if (options.trace2Dir !== undefined) env.GIT_TRACE2_EVENT = options.trace2Dir;
   const type = req.headers['content-type'];
   if (type !== undefined) env.CONTENT_TYPE = type;
   const length = req.headers['content-length'];

@@ -11,15 +11,17 @@ const { values } = parseArgs({
     port: { type: 'string', default: '0' },
     user: { type: 'string' },
     password: { type: 'string' },
+    trace2: { type: 'string' },
   },
 });
 if (!values.root) {
-  console.error('usage: bench-peer --root DIR [--port N] [--user U --password P]');
+  console.error('usage: bench-peer --root DIR [--port N] [--user U --password P] [--trace2 DIR]');
   process.exit(2);
 }
 const peer = await startPeer({
   root: values.root,
   port: Number(values.port),
+  ...(values.trace2 !== undefined ? { trace2Dir: values.trace2 } : {}),
   ...(values.user !== undefined && values.password !== undefined
     ? { auth: { user: values.user, password: values.password } }
     : {}),

@@ -1,175 +1,513 @@
 /**
- * `npm run bench [-- --quick]`: narwal against stock `git http-backend` (the peer) serving the
- * same repository on the same machine in the same run. For now: the clone storm.
+ * `npm run bench [-- --quick]`: narwal against stock `git http-backend` (the peer) on the same
+ * machine in the same run, narwal with no store latency and with 30 ms on every store operation
+ * (standing in for S3). Every measurement of seeds 000 and 002 (see benchResults.ts for the list),
+ * written to bench/results/<stamp>.json and a Markdown report with SVG charts beside it.
  *
- * Options: --quick (about two minutes), --levels 10,25,50, --clones N (per server and level),
- * --no-v0 (skip the protocol v0 level), --narwal-rev REV (measure that commit, built apart, rather
- * than the working tree's dist/narwal.js),
- * --max-other F (rerun a storm when other work used more than this share of the machine; 0.05),
- * --retries N (how often; full 2, quick 1), --idle-wait S (longest wait for an idle machine before
- * a storm; full 300, quick 20), --client git|wire (real `git clone --bare`, the default, or the same
- * protocol v2 requests with the pack discarded, which leaves the machine to the servers).
+ * Options: --quick (about two minutes; CI runs it), --only a,b (phases: sequential, clones,
+ * nodes, refs, writers, cold, profile), --latency 30 (narwal's second store latency), --client
+ * git|wire (clone storm clients; wire, the default, makes the v2 requests and discards the pack,
+ * which leaves the machine to the servers), --clones N, --levels 10,25,50, --pushes N, --refs N,
+ * --writers 50,100,150, --entries N, --max-other F (rerun a storm when other work used more than
+ * this share of the machine), --narwal-rev REV, --narwal-env NARWAL_K=V,... (extra
+ * settings for every narwal server), --readme (write the table into README.md; the default for a
+ * full run of every phase on the defaults).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, release, tmpdir, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { BenchResults } from './benchResults.js';
 import { cloneStorm } from './cloneStorm.js';
+import { probeInfoRefs } from './coldInfoRefs.js';
+import { concurrentWriters } from './concurrentWriters.js';
 import { narwalCacheLayout, PROJECT_ROOT, packLayout, prepareFixture, REPO, sameRefs } from './fixtures.js';
-import { makeClientHome } from './gitClient.js';
-import { type Level, otherWork, percent, runLevels } from './levels.js';
+import { gitOk, makeClientHome } from './gitClient.js';
+import { commitsOf, makeSource } from './history.js';
+import { type Level, runLevels } from './levels.js';
+import { probeLogPages } from './logPage.js';
+import { probeMonitorPages } from './monitorPages.js';
 import { narwalBuild } from './narwalBuild.js';
-import { cloneTable, layoutLine, SEED_000 } from './report.js';
+import { buildLongLog } from './packedLog.js';
+import { analyzeProfile, profilePushes } from './pushProfile.js';
+import { writeReport } from './report.js';
+import { sequentialPushes } from './sequentialPushes.js';
 import { type BenchServer, startNarwal, startPeerProcess } from './servers.js';
+import { pushRace } from './twoNodes.js';
+
+const PHASES = ['sequential', 'clones', 'nodes', 'refs', 'writers', 'cold', 'profile'] as const;
+type Phase = (typeof PHASES)[number];
 
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
-    levels: { type: 'string' },
+    only: { type: 'string' },
+    latency: { type: 'string', default: '30' },
+    client: { type: 'string', default: 'wire' },
     clones: { type: 'string' },
-    'no-v0': { type: 'boolean', default: false },
+    levels: { type: 'string' },
+    pushes: { type: 'string' },
+    refs: { type: 'string' },
+    writers: { type: 'string' },
+    entries: { type: 'string' },
+    'max-other': { type: 'string', default: '0.10' },
     'narwal-rev': { type: 'string' },
-    'max-other': { type: 'string', default: '0.05' },
-    retries: { type: 'string' },
-    'idle-wait': { type: 'string' },
-    client: { type: 'string', default: 'git' },
+    readme: { type: 'boolean' },
+    'narwal-env': { type: 'string' },
   },
 });
 const quick = values.quick ?? false;
-const levels = values.levels ? values.levels.split(',').map(positive) : quick ? [4, 8] : [10, 25, 50];
-const clones = values.clones ? positive(values.clones) : quick ? 16 : 100;
-const client = values.client === 'wire' ? 'wire' : 'git';
+const phases = new Set<Phase>(values.only ? values.only.split(',').map((p) => phase(p.trim())) : [...PHASES]);
+const latency = positive(values.latency ?? '30');
+const client = values.client === 'git' ? 'git' : 'wire';
 if (values.client !== client) throw new Error(`--client must be git or wire, not ${values.client}`);
-// The wire client speaks protocol v2 only.
-const withV0 = !(values['no-v0'] ?? false) && client === 'git';
+const sizes = {
+  pushes: values.pushes ? positive(values.pushes) : quick ? 40 : 1000,
+  pushBlock: quick ? 20 : 50,
+  levels: values.levels ? values.levels.split(',').map(positive) : quick ? [5, 10] : [10, 25, 50],
+  clones: values.clones ? positive(values.clones) : quick ? 10 : 60,
+  nodeWorkers: 4,
+  nodePushes: quick ? 6 : 40,
+  refs: values.refs ? positive(values.refs) : quick ? 40 : 300,
+  refsInterval: quick ? 20 : 100,
+  writers: values.writers ? values.writers.split(',').map(positive) : quick ? [30] : [50, 100, 150],
+  entries: values.entries ? positive(values.entries) : quick ? 300 : 10_000,
+  probes: quick ? 2 : 5,
+  profilePushes: quick ? 5 : 30,
+};
 const maxOther = Number(values['max-other']);
-const retries = values.retries !== undefined ? Number(values.retries) : quick ? 1 : 2;
-const idleWaitMs =
-  1000 * (values['idle-wait'] !== undefined ? Number(values['idle-wait']) : quick ? 20 : 300);
+// Extra environment for every narwal server (KEY=VALUE,...), to measure a setting against the defaults.
+const narwalEnv: Record<string, string> = Object.fromEntries(
+  (values['narwal-env'] ?? '')
+    .split(',')
+    .filter((pair) => pair !== '')
+    .map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0 || !pair.startsWith('NARWAL_'))
+        throw new Error(`--narwal-env wants NARWAL_KEY=VALUE, not ${pair}`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+);
+// Only a full run of every phase on narwal's defaults stands for the README.
+const writeReadme =
+  values.readme ?? (!quick && values.only === undefined && values['narwal-env'] === undefined);
 
 const abort = new AbortController();
-// Every running clone listens for the abort (spawn's `signal`), and there may be hundreds.
 setMaxListeners(0, abort.signal);
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.once(signal, () => abort.abort(new Error(`interrupted by ${signal}`)));
+const log = (line: string) => console.error(line);
 
 const startedAt = new Date();
+const stamp = isoStamp(startedAt);
+const resultsDir = join(PROJECT_ROOT, 'bench', 'results');
 const workDir = await mkdtemp(join(tmpdir(), 'narwal-bench-'));
-const servers: BenchServer[] = [];
+const running: BenchServer[] = [];
+const stopAll = async (list: BenchServer[]) => {
+  for (const server of list.reverse()) {
+    await server.stop().catch(() => {});
+    const at = running.indexOf(server);
+    if (at >= 0) running.splice(at, 1);
+  }
+};
+const everStarted: BenchServer[] = [];
+const started = async (server: Promise<BenchServer>) => {
+  const s = await server;
+  running.push(s);
+  everStarted.push(s);
+  return s;
+};
 try {
-  const machine = machineInfo();
-  console.error(
-    `narwal bench (${quick ? 'quick' : 'full'}): levels ${levels.join(', ')}, ${clones} clones per server and level; ${machine.nproc} CPUs, ${machine.git}, node ${machine.node}`,
-  );
   const home = await makeClientHome(workDir);
   const token = `bench_${randomBytes(12).toString('hex')}`;
   const build = await narwalBuild({
     workDir,
     ...(values['narwal-rev'] !== undefined ? { rev: values['narwal-rev'] } : {}),
   });
-  console.error(
-    `narwal ${build.commit.slice(0, 7)}${build.localChanges ? ' with local changes' : ''} (${relative(PROJECT_ROOT, build.cli)})`,
+  const results: BenchResults = {
+    benchmark: 'narwal-vs-peer',
+    mode: quick ? 'quick' : 'full',
+    startedAt: startedAt.toISOString(),
+    finishedAt: '',
+    machine: machineInfo(),
+    narwal: build,
+    latencyMs: latency,
+    sizes: { ...sizes, client, narwalEnv },
+    notes: [],
+  };
+  const save = async () => {
+    results.finishedAt = new Date().toISOString();
+    const errors = everStarted.flatMap((s) => s.errors().map((line) => `${s.name}: ${line}`));
+    if (errors.length > 0) results.serverErrors = errors;
+    results.machine.loadAverageAfter = loadavg();
+    await mkdir(resultsDir, { recursive: true });
+    await writeFile(join(resultsDir, `${stamp}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  };
+  log(
+    `narwal bench (${results.mode}): ${[...phases].join(', ')}; narwal ${build.commit.slice(0, 7)}${build.localChanges ? ' with local changes' : ''}; ${results.machine.nproc} CPUs, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
   );
-  const dataDir = join(workDir, 'narwal');
-  const narwal = await startNarwal({ dataDir, token, cli: build.cli });
-  servers.push(narwal);
-  const fixture = await prepareFixture({ workDir, home, narwalRepoUrl: narwal.repoUrl(REPO) });
-  console.error(
-    `fixture: ${fixture.refs} refs; bundle cloned in ${ms(fixture.cloneBundleMs)}, pushed to narwal in ${ms(fixture.pushMs)}`,
-  );
-  // The peer asks for credentials too, so git makes the same requests (the 401 probe included).
-  const peer = await startPeerProcess({ root: fixture.peerRoot, user: 'admin', password: token });
-  servers.push(peer);
-  await sameRefs(home, [peer.repoUrl(REPO), narwal.repoUrl(REPO)]);
 
-  const tmpRoot = join(workDir, 'clones');
-  await mkdir(tmpRoot);
-  const storm = (server: BenchServer, workers: number, protocol: 0 | 2, count: number) =>
-    cloneStorm({
-      server,
-      repo: REPO,
-      clones: count,
-      workers,
-      protocol,
-      tmpRoot,
-      home,
-      client,
+  // The commits every push workload sends, made once.
+  const maxWriters = Math.max(...sizes.writers);
+  const source = await makeSource(join(workDir, 'source.git'), home, [
+    { name: 'seq', count: sizes.pushes, shape: 'chain' },
+    { name: 'refs', count: sizes.refs, shape: 'fan' },
+    { name: 'writers', count: maxWriters, shape: 'fan' },
+    { name: 'profile', count: sizes.profilePushes, shape: 'chain' },
+    ...Array.from({ length: sizes.nodeWorkers }, (_, w) => ({
+      name: `node${w}`,
+      count: sizes.nodePushes,
+      shape: 'chain' as const,
+    })),
+  ]);
+
+  const peerRoot = join(workDir, 'peer');
+  const narwalData = join(workDir, 'narwal');
+  const narwalSlowData = join(workDir, `narwal-${latency}ms`);
+  const peer = await started(startPeerProcess({ root: peerRoot, user: 'admin', password: token }));
+  const narwal = await started(startNarwal({ dataDir: narwalData, token, cli: build.cli, env: narwalEnv }));
+  const narwalSlow = await started(
+    startNarwal({ dataDir: narwalSlowData, token, cli: build.cli, latencyMs: latency, env: narwalEnv }),
+  );
+  const trio = [peer, narwal, narwalSlow];
+
+  if (phases.has('sequential')) {
+    log(`sequential pushes: ${sizes.pushes} one-commit pushes to one ref, per server`);
+    results.sequential = await sequentialPushes({
+      servers: trio,
+      source,
+      commits: commitsOf(source, 'seq'),
+      repo: 'bench/sequential.git',
+      block: sizes.pushBlock,
       signal: abort.signal,
+      log,
     });
-  // One unmeasured clone each: narwal's cache and the page cache are warm before anything counts.
-  for (const server of [peer, narwal]) {
-    const warm = await storm(server, 1, 2, 1);
-    if (warm.failures > 0) throw new Error(`${server.name}: warm-up clone failed: ${warm.firstError}`);
+    await save();
   }
 
-  const plan: Level[] = levels.map((workers) => ({ workers, protocol: 2, clones }));
-  if (withV0) plan.push({ workers: levels[0] ?? 4, protocol: 0, clones: quick ? 8 : clones });
-  const { results, discarded } = await runLevels(plan, {
-    servers: { peer, narwal },
-    storm: (server, level) => storm(server, level.workers, level.protocol, level.clones),
-    maxOther,
-    retries,
-    idleWaitMs,
-    signal: abort.signal,
-    log: (line) => console.error(line),
-  });
-
-  // Read while narwal runs: a node removes its cache directory when it stops.
-  const layouts = {
-    peer: await packLayout(fixture.peerRepo),
-    narwal: await narwalCacheLayout(dataDir),
-  };
-  const table = cloneTable(results);
-  console.log(
-    `\n${client === 'git' ? 'clients: git clone --bare' : 'clients: protocol v2 requests, pack discarded (--client wire)'}, ${clones} clones per server and level, ${machine.nproc} CPUs shared by servers and clients\n\n${table}\n`,
-  );
-  const disturbed = results
-    .flatMap((level) => [level.peer, level.narwal])
-    .filter((r) => otherWork(r) > maxOther);
-  if (disturbed.length > 0)
-    console.log(
-      `warning: other work used more than ${percent(maxOther)} of the machine during ${disturbed.length} storm(s) (${disturbed.map((r) => `${r.server} ${r.workers}w v${r.protocol}: ${percent(otherWork(r))}`).join(', ')}); compare with care\n`,
+  if (phases.has('clones')) {
+    log(
+      `clone storm: levels ${sizes.levels.join(', ')}, ${sizes.clones} clones per server and level (${client} clients)`,
     );
-  for (const [name, layout] of Object.entries(layouts)) console.log(layoutLine(name, layout, workDir));
-
-  const file = join(
-    PROJECT_ROOT,
-    'bench',
-    'results',
-    `${isoStamp(startedAt)}-clone${client === 'wire' ? '-wire' : ''}.json`,
-  );
-  await mkdir(join(PROJECT_ROOT, 'bench', 'results'), { recursive: true });
-  await writeFile(
-    file,
-    `${JSON.stringify(
-      {
-        benchmark: 'clone',
-        mode: quick ? 'quick' : 'full',
+    const fixture = await prepareFixture({ workDir, home, narwalRepoUrl: narwal.repoUrl(REPO) });
+    await gitOk(
+      ['push', '--quiet', narwalSlow.repoUrl(REPO), 'refs/heads/*:refs/heads/*', 'refs/tags/*:refs/tags/*'],
+      { home, cwd: fixture.peerRepo },
+    );
+    await sameRefs(
+      home,
+      trio.map((s) => s.repoUrl(REPO)),
+    );
+    const tmpRoot = join(workDir, 'clones');
+    await mkdir(tmpRoot, { recursive: true });
+    const storm = (server: BenchServer, level: Level) =>
+      cloneStorm({
+        server,
+        repo: REPO,
+        clones: level.clones,
+        workers: level.workers,
+        protocol: level.protocol,
+        tmpRoot,
+        home,
         client,
-        startedAt: startedAt.toISOString(),
-        finishedAt: new Date().toISOString(),
-        machine,
-        narwal: build,
-        fixture: { ...fixture, repo: REPO, layouts },
-        seed000: SEED_000,
-        levels: results,
-        discarded,
-        table,
+        signal: abort.signal,
+      });
+    for (const server of trio) {
+      const warm = await storm(server, { workers: 1, protocol: 2, clones: 1 });
+      if (warm.failures > 0) throw new Error(`${server.name}: warm-up clone failed: ${warm.firstError}`);
+    }
+    const { results: levels, discarded } = await runLevels(
+      sizes.levels.map((workers) => ({ workers, protocol: 2, clones: sizes.clones })),
+      {
+        servers: trio,
+        storm,
+        maxOther,
+        retries: quick ? 0 : 1,
+        idleWaitMs: quick ? 2_000 : 20_000,
+        signal: abort.signal,
+        log,
       },
-      null,
-      2,
-    )}\n`,
+    );
+    // Read while the servers run: a node removes its cache directory when it stops.
+    const layouts = {
+      peer: await packLayout(fixture.peerRepo),
+      narwal: await narwalCacheLayout(narwalData),
+      [narwalSlow.name]: await narwalCacheLayout(narwalSlowData),
+    };
+    results.clones = { fixture: { refs: fixture.refs, repo: REPO, layouts }, client, levels, discarded };
+    await save();
+  }
+
+  if (phases.has('nodes')) {
+    log(`two processes vs one: ${sizes.nodeWorkers} workers x ${sizes.nodePushes} pushes, one branch each`);
+    const seconds = [
+      await started(startPeerProcess({ root: peerRoot, user: 'admin', password: token, name: 'peer-b' })),
+      await started(
+        startNarwal({ dataDir: narwalData, token, cli: build.cli, name: 'narwal-b', env: narwalEnv }),
+      ),
+      await started(
+        startNarwal({
+          dataDir: narwalSlowData,
+          token,
+          cli: build.cli,
+          latencyMs: latency,
+          name: `narwal-${latency}ms-b`,
+          env: narwalEnv,
+        }),
+      ),
+    ];
+    const chains = Array.from({ length: sizes.nodeWorkers }, (_, w) => commitsOf(source, `node${w}`));
+    results.nodes = {};
+    for (const [i, first] of trio.entries()) {
+      const second = seconds[i] as BenchServer;
+      const one = await pushRace({
+        nodes: [first],
+        source,
+        chains,
+        repo: 'bench/nodes-one.git',
+        signal: abort.signal,
+      });
+      const two = await pushRace({
+        nodes: [first, second],
+        source,
+        chains,
+        repo: 'bench/nodes-two.git',
+        signal: abort.signal,
+      });
+      results.nodes[first.name] = { one, two };
+      log(
+        `  ${first.name}: one process ${one.pushesPerSecond.toFixed(2)}/s, two ${two.pushesPerSecond.toFixed(2)}/s (${(two.pushesPerSecond / one.pushesPerSecond).toFixed(2)}x)${one.failures + two.failures > 0 ? `, failures ${one.failures}/${two.failures}: ${one.firstError ?? two.firstError}` : ''}`,
+      );
+    }
+    await stopAll(seconds);
+    await save();
+  }
+
+  if (phases.has('refs')) {
+    log(`refs growth: ${sizes.refs} refs created one push at a time, per server`);
+    results.refs = {
+      interval: sizes.refsInterval,
+      runs: await sequentialPushes({
+        servers: trio,
+        source,
+        commits: commitsOf(source, 'refs'),
+        repo: 'bench/refs.git',
+        block: sizes.refsInterval,
+        refspec: (oid, i) => `${oid}:refs/heads/r-${i}`,
+        signal: abort.signal,
+        log,
+        label: 'refs',
+      }),
+    };
+    await save();
+  }
+
+  if (phases.has('writers')) {
+    log(`simultaneous writers: ${sizes.writers.join(', ')} pushes at once to distinct branches`);
+    results.writers = [];
+    for (const n of sizes.writers) {
+      for (const server of trio) {
+        const r = await concurrentWriters({
+          server,
+          source,
+          commits: commitsOf(source, 'writers'),
+          writers: n,
+          repo: `bench/writers-${n}.git`,
+          signal: abort.signal,
+        });
+        results.writers.push(r);
+        log(
+          `  ${server.name} ${n} writers: ${r.landed}/${n} landed (${r.succeeded} exited 0, ${r.lost} lost) in ${(r.wallMs / 1000).toFixed(1)} s${r.errors[0] ? ` - ${r.errors[0].count}x ${r.errors[0].message}` : ''}`,
+        );
+      }
+    }
+    await save();
+  }
+
+  await stopAll([...trio]);
+
+  if (phases.has('cold')) {
+    log(`cold info/refs and log pages after ${sizes.entries} log entries`);
+    const coldData = join(workDir, 'long');
+    // The log's name for the repository; over HTTP (and on the peer's disk) it ends in .git.
+    const longRepo = 'bench/long-log';
+    const longUrlPath = `${longRepo}.git`;
+    const longLog = await buildLongLog({
+      work: join(workDir, 'long-work'),
+      dataDir: coldData,
+      token,
+      repo: longRepo,
+      entries: sizes.entries,
+      after: 100,
+      log,
+    });
+    log(
+      `  log built in ${(longLog.buildMs / 1000).toFixed(1)} s: ${longLog.entries} entries, checkpoint at ${longLog.checkpointSeq}`,
+    );
+    const longPeerRoot = join(workDir, 'long-peer');
+    await gitOk(['clone', '--quiet', '--bare', longLog.work, join(longPeerRoot, longUrlPath)], { home });
+    const probes = [];
+    const longPeer = await started(startPeerProcess({ root: longPeerRoot, user: 'admin', password: token }));
+    probes.push(
+      await probeInfoRefs({
+        server: longPeer,
+        repo: longRepo,
+        entries: sizes.entries,
+        probes: sizes.probes,
+        home,
+      }),
+    );
+    await stopAll([longPeer]);
+    const monitorPages = [];
+    for (const ms of [0, latency]) {
+      const server = await started(
+        startNarwal({ dataDir: coldData, token, cli: build.cli, latencyMs: ms, env: narwalEnv }),
+      );
+      // The log pages first, while the fresh process has read nothing of the log.
+      const monitor = await probeMonitorPages({
+        server,
+        repo: longRepo,
+        entries: longLog.entries,
+        token,
+        probes: sizes.probes,
+      });
+      monitorPages.push(monitor);
+      log(
+        `  ${server.name} monitor: ${monitor.pages.map((p) => `${p.page} ${Math.round(p.firstMs)} ms first, ${Math.round(p.warmMedianMs)} warm`).join('; ')}`,
+      );
+      const probe = await probeInfoRefs({
+        server,
+        repo: longUrlPath,
+        entries: sizes.entries,
+        probes: sizes.probes,
+        home,
+        cacheDir: join(coldData, 'cache'),
+      });
+      probes.push(probe);
+      log(
+        `  ${server.name}: cold ${Math.round(probe.coldMedian)} ms, warm ${Math.round(probe.warmMedian)} ms`,
+      );
+      await stopAll([server]);
+    }
+    const pages = [];
+    for (const ms of [0, latency]) {
+      const page = await probeLogPages({
+        storeRoot: join(coldData, 'store'),
+        repo: longRepo,
+        latencyMs: ms,
+        probes: sizes.probes,
+      });
+      pages.push(page);
+      log(
+        `  log pages at ${ms} ms: ${page.pages.map((p) => `${p.page} ${Math.round(p.medianMs)} ms (${p.storeReads} reads, ${p.sequentialRounds} in sequence)`).join(', ')}`,
+      );
+    }
+    results.cold = {
+      log: { ...longLog, work: relative(workDir, longLog.work) },
+      probes,
+      pages,
+      monitorPages,
+    };
+    await save();
+  }
+
+  if (phases.has('profile')) {
+    log(`push profile: ${sizes.profilePushes} traced pushes per server`);
+    results.profile = [];
+    const commits = commitsOf(source, 'profile');
+    const peerTrace = join(workDir, 'trace-peer');
+    await mkdir(peerTrace, { recursive: true });
+    const tracedPeer = await started(
+      startPeerProcess({
+        root: join(workDir, 'peer-traced'),
+        user: 'admin',
+        password: token,
+        trace2Dir: peerTrace,
+      }),
+    );
+    const peerRun = await profilePushes({
+      server: tracedPeer,
+      traceDir: peerTrace,
+      source,
+      commits,
+      repo: 'bench/profile.git',
+      pauseMs: 300,
+    });
+    await stopAll([tracedPeer]);
+    results.profile.push(
+      await analyzeProfile({ server: 'peer', latencyMs: 0, windows: peerRun.windows, gitDir: peerTrace }),
+    );
+    // Settled (a pause after each push), then back to back as the sequential test pushes: the
+    // difference is what background work after a publish costs the next push.
+    for (const [ms, pauseMs] of [
+      [0, 300],
+      [latency, 300 + 10 * latency],
+      [0, 0],
+      [latency, 0],
+    ] as const) {
+      const label = `${ms > 0 ? `narwal-${ms}ms` : 'narwal'}${pauseMs === 0 ? ' back to back' : ''}`;
+      const traceDir = join(workDir, `trace-${ms}-${pauseMs}`);
+      const server = await started(
+        startNarwal({
+          dataDir: join(workDir, `narwal-traced-${ms}-${pauseMs}`),
+          token,
+          cli: build.cli,
+          latencyMs: ms,
+          name: label,
+          env: { ...narwalEnv, NARWAL_TRACE_DIR: traceDir },
+        }),
+      );
+      const run = await profilePushes({
+        server,
+        traceDir,
+        source,
+        commits,
+        repo: 'bench/profile.git',
+        pauseMs,
+      });
+      await stopAll([server]);
+      results.profile.push(
+        await analyzeProfile({
+          server: label,
+          latencyMs: ms,
+          windows: run.windows,
+          storeDir: traceDir,
+          gitDir: join(traceDir, 'git'),
+        }),
+      );
+    }
+    for (const p of results.profile)
+      log(
+        `  ${p.server}: client ${Math.round(p.median.clientMs)} ms, store ${p.median.storeOps} ops (${p.median.storeRounds} in sequence, ${Math.round(p.median.storeBusyMs)} ms busy), git ${Object.entries(
+          p.median.git,
+        )
+          .map(([k, v]) => `${k} ${Math.round(v)}`)
+          .join(', ')}`,
+      );
+    await save();
+  }
+
+  await save();
+  const report = await writeReport(results, {
+    dir: resultsDir,
+    stamp,
+    readme: writeReadme ? join(PROJECT_ROOT, 'README.md') : undefined,
+  });
+  console.log(report.summary);
+  console.log(
+    `\nreport: ${relative(PROJECT_ROOT, report.markdown)}\nraw numbers: ${relative(PROJECT_ROOT, join(resultsDir, `${stamp}.json`))}`,
   );
-  console.log(`\nraw numbers: ${file}`);
 } finally {
-  for (const server of servers.reverse()) await server.stop().catch(() => {});
-  await rm(workDir, { recursive: true, force: true });
+  await stopAll([...running]);
+  await rm(workDir, { recursive: true, force: true, maxRetries: 3 });
 }
 
-function machineInfo() {
+function machineInfo(): BenchResults['machine'] {
   return {
     nproc: availableParallelism(),
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -177,6 +515,7 @@ function machineInfo() {
     kernel: release(),
     git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(),
     node: process.version,
+    loadAverageBefore: loadavg(),
   };
 }
 
@@ -187,13 +526,14 @@ function isoStamp(date: Date): string {
     .replaceAll(':', '-');
 }
 
-function ms(value: number): string {
-  return `${(value / 1000).toFixed(1)} s`;
-}
-
 function positive(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1)
     throw new Error(`expected a positive integer, not ${JSON.stringify(text)}`);
   return n;
+}
+
+function phase(text: string): Phase {
+  if ((PHASES as readonly string[]).includes(text)) return text as Phase;
+  throw new Error(`unknown phase ${JSON.stringify(text)}; phases: ${PHASES.join(', ')}`);
 }

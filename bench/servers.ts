@@ -1,36 +1,52 @@
 /**
- * The two servers under test, each a process of its own started from the bundles in dist/:
- * narwal (`dist/narwal.js serve`) and the peer (`dist/bench-peer.js`, git http-backend). Both are
+ * The servers under test, each a process of its own started from the bundles in dist/: narwal
+ * (`dist/narwal.js serve`, optionally with every store operation delayed by
+ * NARWAL_STORE_LATENCY_MS) and the peer (`dist/bench-peer.js`, git http-backend). Both are
  * measured the same way, through /proc/<pid>/stat.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { type CpuTimes, processCpu } from './procCpu.js';
 
-export type ServerName = 'peer' | 'narwal';
+export type ServerKind = 'peer' | 'narwal';
 
 export interface BenchServer {
-  readonly name: ServerName;
+  /** What the report calls it: `peer`, `narwal`, `narwal-30ms`, ... */
+  readonly name: string;
+  readonly kind: ServerKind;
+  /** Store latency (narwal only; 0 for the peer). */
+  readonly latencyMs: number;
   readonly pid: number;
   /** Base URL without credentials. */
   readonly url: string;
   /** The clone URL of `repo`, with credentials where the server needs them. */
   repoUrl(repo: string): string;
+  /** Makes an empty repository that pushes may fill (narwal creates one on the first push). */
+  newRepo(repo: string): Promise<void>;
   cpu(): CpuTimes;
+  /** Error lines the server logged so far (narwal's JSON log lines of level error; at most 50). */
+  errors(): readonly string[];
   stop(): Promise<void>;
 }
 
 const DIST = resolve(import.meta.dirname, '..', 'dist');
+const run = promisify(execFile);
 
-/** The CLI `npm run build` writes; --narwal picks another build (say, of an older commit). */
+/** The CLI `npm run build` writes; --narwal-rev picks another build (say, of an older commit). */
 export const DEFAULT_NARWAL_CLI = resolve(DIST, 'narwal.js');
 
 export async function startNarwal(options: {
   dataDir: string;
   token: string;
   cli?: string;
-  env?: Record<string, string>;
+  name?: string;
+  latencyMs?: number;
+  /** Extra environment (instrumentation that is off by default). */
+  env?: Readonly<Record<string, string>>;
 }): Promise<BenchServer> {
+  const latencyMs = options.latencyMs ?? 0;
   const child = spawn(
     process.execPath,
     [options.cli ?? DEFAULT_NARWAL_CLI, 'serve', '--port', '0', '--data', options.dataDir],
@@ -40,18 +56,29 @@ export async function startNarwal(options: {
         HOME: process.env.HOME,
         NARWAL_ADMIN_TOKEN: options.token,
         NARWAL_QUIET: '1',
+        NARWAL_STORE_LATENCY_MS: String(latencyMs),
         ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  return running('narwal', child, (url) => url.replace('://', `://admin:${options.token}@`));
+  return running({
+    name: options.name ?? (latencyMs > 0 ? `narwal-${latencyMs}ms` : 'narwal'),
+    kind: 'narwal',
+    latencyMs,
+    child,
+    withCredentials: (url) => url.replace('://', `://admin:${options.token}@`),
+    newRepo: async () => {},
+  });
 }
 
 export async function startPeerProcess(options: {
   root: string;
   user: string;
   password: string;
+  name?: string;
+  /** A directory for git's trace2 event files of every request (off when absent). */
+  trace2Dir?: string;
 }): Promise<BenchServer> {
   const child = spawn(
     process.execPath,
@@ -63,23 +90,44 @@ export async function startPeerProcess(options: {
       options.user,
       '--password',
       options.password,
+      ...(options.trace2Dir ? ['--trace2', options.trace2Dir] : []),
     ],
     { env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  return running('peer', child, (url) => url.replace('://', `://${options.user}:${options.password}@`));
+  return running({
+    name: options.name ?? 'peer',
+    kind: 'peer',
+    latencyMs: 0,
+    child,
+    withCredentials: (url) => url.replace('://', `://${options.user}:${options.password}@`),
+    newRepo: async (repo) => {
+      const dir = join(options.root, repo);
+      await mkdir(dir, { recursive: true });
+      await run('git', ['init', '--quiet', '--bare', dir]);
+    },
+  });
 }
 
-async function running(
-  name: ServerName,
-  child: ChildProcess,
-  withCredentials: (url: string) => string,
-): Promise<BenchServer> {
+async function running(spec: {
+  name: string;
+  kind: ServerKind;
+  latencyMs: number;
+  child: ChildProcess;
+  withCredentials: (url: string) => string;
+  newRepo: (repo: string) => Promise<void>;
+}): Promise<BenchServer> {
+  const { name, child } = spec;
   const pid = child.pid;
   if (pid === undefined) throw new Error(`${name}: could not start`);
   const stop = () => stopChild(child);
   let stderr = '';
+  let partial = '';
+  const errors: string[] = [];
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-8192);
+    const lines = (partial + d.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (line.includes('"level":"error"') && errors.length < 50) errors.push(line);
   });
   try {
     const url = await new Promise<string>((done, fail) => {
@@ -101,10 +149,14 @@ async function running(
     });
     return {
       name,
+      kind: spec.kind,
+      latencyMs: spec.latencyMs,
       pid,
       url,
-      repoUrl: (repo) => `${withCredentials(url)}/${repo}`,
+      repoUrl: (repo) => `${spec.withCredentials(url)}/${repo}`,
+      newRepo: spec.newRepo,
       cpu: () => processCpu(pid),
+      errors: () => errors,
       stop,
     };
   } catch (error) {

@@ -4,8 +4,11 @@
  * Each command lives in bin/commands/.
  */
 import { checkpoint } from './commands/checkpoint.js';
-import type { ExitCode } from './commands/context.js';
+import { type ExitCode, UsageError } from './commands/context.js';
+import { events } from './commands/events.js';
+import { diff, rewind, show, who } from './commands/history.js';
 import { log } from './commands/log.js';
+import { protect } from './commands/protect.js';
 import { repo } from './commands/repo.js';
 import { serve } from './commands/serve.js';
 import { sweep } from './commands/sweep.js';
@@ -18,10 +21,19 @@ commands:
   repo create NAME [--public]                create an empty repository (NAME or OWNER/NAME)
   repo list                                  list repositories
   log REPO [--limit N]                       print the newest log entries of a repository
+  who REPO REF [--json]                      every move of a ref, newest first: who, when, old -> new
+  show REPO SEQ [--json]                     the refs as they were right after entry SEQ
+  diff REPO A B [--json]                     refs added, removed and moved from entry A to entry B
+  rewind REPO SEQ [--refs PATTERN] [--dry-run] [--json]
+                                             publish a new entry restoring the refs of entry SEQ
   checkpoint REPO                            make a checkpoint at the head of the log now
   sweep [--dry-run] [--retention-ms N] [--verbose]
                                              delete store objects no index names, older than
                                              NARWAL_SWEEP_RETENTION_MS (default 24 h)
+  protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
+                                             protected-ref rules (patterns: refs/heads/main, refs/heads/release/*)
+  events replay REPO --from SEQ [--to DEST]...  deliver the events of a repository again from SEQ
+  events status REPO                         how far each event destination has accepted
   token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
                                              issue a token; patterns like "team/*" or "**"
   token list [--json]                        list tokens (never their secrets)
@@ -44,6 +56,18 @@ async function main(argv: string[]): Promise<ExitCode> {
       return checkpoint(rest);
     case 'sweep':
       return sweep(rest);
+    case 'who':
+      return who(rest);
+    case 'show':
+      return show(rest);
+    case 'diff':
+      return diff(rest);
+    case 'rewind':
+      return rewind(rest);
+    case 'protect':
+      return protect(rest);
+    case 'events':
+      return events(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -62,6 +86,6 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     console.error(`narwal: ${error instanceof Error ? error.message : String(error)}`);
-    process.exitCode = 1;
+    process.exitCode = error instanceof UsageError ? 2 : 1;
   },
 );

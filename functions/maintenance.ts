@@ -1,8 +1,9 @@
 /**
  * The scheduled maintenance function: idle eviction of the shared cache, and checkpoints of the
  * repositories in it that are due one (after a push, the prewarm function makes them; this
- * catches whatever a lost or throttled invocation left), and the orphan sweep of the store
- * (objects no index names, older than NARWAL_SWEEP_RETENTION_MS).
+ * catches whatever a lost or throttled invocation left), catching up event deliveries from
+ * their cursors, and the orphan sweep of the store (objects no index names, older than
+ * NARWAL_SWEEP_RETENTION_MS).
  */
 import middy from '@middy/core';
 import type { ScheduledEvent } from 'aws-lambda';
@@ -18,6 +19,8 @@ export interface MaintenanceOutcome {
   readonly checked: number;
   /** Orphans the store sweep deleted, and unnamed objects it kept for being too young. */
   readonly orphans: { readonly deleted: number; readonly young: number };
+  /** Events delivered by catching up from the cursors (deliveries a failure left behind). */
+  readonly events: number;
 }
 
 /** Checkpoints are repacks: a few at a time leave the function's CPU to each of them. */
@@ -29,6 +32,8 @@ export function maintenanceHandler(from: Container) {
       const app = await from.app();
       const evicted = await app.sweep();
       const checked = await checkpointDue(app, from);
+      const progress = await app.catchUpEvents();
+      for (const p of progress) if (p.error) from.logger.warn('event delivery stopped', { ...p });
       const swept = await sweepOrphans(app.wal, { retentionMs: app.config.sweepRetentionMs, dryRun: false });
       for (const r of swept.repos) {
         if (r.missing.length > 0)
@@ -38,7 +43,12 @@ export function maintenanceHandler(from: Container) {
           });
       }
       if (swept.deleted > 0) from.logger.info('store swept', { deleted: swept.deleted, young: swept.young });
-      return { evicted, checked, orphans: { deleted: swept.deleted, young: swept.young } };
+      return {
+        evicted,
+        checked,
+        events: progress.reduce((sum, p) => sum + p.delivered, 0),
+        orphans: { deleted: swept.deleted, young: swept.young },
+      };
     },
     { requestEnd: () => from.idle() },
   );

@@ -3,19 +3,25 @@
  * core handler. Tests build apps with their own stores and directories through the same function.
  */
 import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
 import { Checkpointer } from './cache/Checkpointer.js';
-import { type SweepResult, sweepCache } from './cache/evict.js';
+import { cachedRepositories, type SweepResult, sweepCache } from './cache/evict.js';
 import { claimNodeDir } from './cache/nodeDir.js';
 import { inProcessPrewarm, type PrewarmTrigger, type PrewarmWork } from './cache/prewarmTrigger.js';
 import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
+import { createEventSinks } from './events/createEventSinks.js';
+import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { installHooks } from './git/hookScript.js';
+import { installPackCacheHook } from './git/packCacheHook.js';
+import { History } from './history/History.js';
 import { createHandler } from './http/createHandler.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
@@ -25,6 +31,8 @@ import type { PresenceStore } from './presence/PresenceStore.js';
 import { FaultyObjectStore } from './store/FaultyObjectStore.js';
 import { FsObjectStore } from './store/FsObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
+import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
+import { mapLimit } from './util/mapLimit.js';
 import { Publisher } from './wal/Publisher.js';
 import type { LoadedIndex } from './wal/types.js';
 import { Wal } from './wal/Wal.js';
@@ -39,6 +47,11 @@ export interface App {
   readonly tokens: TokenStore;
   readonly adminToken: { readonly value: string; readonly generated: boolean };
   readonly checkpointer: Checkpointer;
+  readonly history: History;
+  /** Delivers events about published entries; null when no destination is configured. */
+  readonly events: EventDispatcher | null;
+  /** Catches up event delivery for every repository in the cache (the periodic safety net). */
+  catchUpEvents(): Promise<SinkProgress[]>;
   /** Evicts idle generations and repository caches from the shared cache. */
   sweep(): Promise<SweepResult>;
   /** Resolves when no background work (prewarm, checkpoints) is running. */
@@ -92,10 +105,14 @@ export interface AppOptions {
   readonly store?: ObjectStore;
   /** The Lambda client the prewarm trigger invokes with, when `config.prewarm.kind` is lambda. */
   readonly lambdaClient?: LambdaClient;
+  /** The EventBridge client events are put with, when a bus is configured. */
+  readonly eventBridgeClient?: EventBridgeClient;
 }
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
-  const store = options.store ?? (await createStore(config, logger));
+  const trace = config.traceDir !== undefined ? await openTrace(config.traceDir) : undefined;
+  const untraced = options.store ?? (await createStore(config, logger));
+  const store = trace ? new TracingObjectStore(untraced, 'store', trace.sink) : untraced;
   const adminToken = await loadAdminToken(config);
   const home = join(config.dataDir, 'home');
   await mkdir(home, { recursive: true });
@@ -103,13 +120,37 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const scratchRoot = join(node.dir, 'push');
   await mkdir(scratchRoot, { recursive: true });
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
+  const packObjectsHook = config.packCache ? await installPackCacheHook(hooksDir) : null;
   const wal = new Wal(store);
-  const publisher = new Publisher(wal);
+  const sinks = await createEventSinks(
+    config.events,
+    options.eventBridgeClient ? { eventBridgeClient: options.eventBridgeClient } : {},
+  );
+  const events =
+    sinks.length === 0
+      ? null
+      : new EventDispatcher({
+          wal,
+          store,
+          sinks,
+          logger,
+          retry: {
+            attempts: config.events.attempts,
+            baseMs: config.events.backoffMs,
+            capMs: config.events.backoffCapMs,
+          },
+        });
+  // Events go out only after the CAS that published their entries succeeded.
+  const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
   const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
-  const presence = await createPresence(config, now);
+  const presence = await createPresence(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const cache = new RepoCache({ root: config.cacheDir, wal, leases, logger });
-  const git = new GitRunner({ budget: new GitBudget(config.gitChildren, config.gitQueueMs), home });
+  const git = new GitRunner({
+    budget: new GitBudget(config.gitChildren, config.gitQueueMs),
+    home,
+    ...(trace ? { trace2Dir: trace.gitDir } : {}),
+  });
   const checkpointer = new Checkpointer({
     wal,
     publisher,
@@ -129,7 +170,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   // The next fetch will want the generation of this index: start building it now.
   const afterPublish = (repo: string, loaded: LoadedIndex) => track(prewarm.trigger(repo, loaded));
   const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
+  const history = new History({ wal, publisher, cache, git, afterPublish });
   const handler = createHandler({
+    history,
     wal,
     cache,
     git,
@@ -138,13 +181,14 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     tokens,
     logger,
     hooksDir,
+    packObjectsHook,
     scratchRoot,
     afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
-    publicUrl: config.publicUrl ?? `http://${config.host}:${config.port}`,
+    publicUrl: config.publicUrl,
     ...(config.route
       ? {
           routeTransfer: createTransferRouter({
@@ -166,6 +210,19 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     tokens,
     adminToken,
     checkpointer,
+    history,
+    events,
+    async catchUpEvents() {
+      if (events === null) return [];
+      const repos = await cachedRepositories(config.cacheDir);
+      const progress = await mapLimit(repos, 4, (repo) =>
+        events.catchUp(repo).catch((error: unknown) => {
+          logger.warn('event catch-up skipped a repository', { repo, error: String(error) });
+          return [];
+        }),
+      );
+      return progress.flat();
+    },
     sweep: () => sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger }),
     async idle() {
       while (background.size > 0) await Promise.allSettled([...background]);
@@ -173,6 +230,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     async close() {
       while (background.size > 0) await Promise.allSettled([...background]);
       await node.remove();
+      await trace?.close();
     },
   };
 }
@@ -200,9 +258,17 @@ async function createPrewarmTrigger(
  * Presence records live where every node sharing the cache directory can see them: DynamoDB in
  * AWS, a directory beside the shared cache otherwise.
  */
-export async function createPresence(config: Config, now: () => number = Date.now): Promise<PresenceStore> {
+export async function createPresence(
+  config: Config,
+  now: () => number = Date.now,
+  trace?: StoreSpanSink,
+): Promise<PresenceStore> {
   if (config.presence.kind === 'local') {
-    return new ObjectPresenceStore({ store: new FsObjectStore(join(config.cacheDir, 'presence')), now });
+    const local = new FsObjectStore(join(config.cacheDir, 'presence'));
+    return new ObjectPresenceStore({
+      store: trace ? new TracingObjectStore(local, 'presence', trace) : local,
+      now,
+    });
   }
   const [{ DynamoDBClient }, { DynamoPresenceStore }] = await Promise.all([
     import('@aws-sdk/client-dynamodb'),
@@ -216,6 +282,22 @@ export async function createPresence(config: Config, now: () => number = Date.no
     table: config.presence.table,
     now,
   });
+}
+
+/** NARWAL_TRACE_DIR: store operations as JSON lines in `store-<pid>.jsonl`, git's trace2 under `git/`. */
+async function openTrace(
+  dir: string,
+): Promise<{ sink: StoreSpanSink; gitDir: string; close(): Promise<void> }> {
+  const gitDir = join(dir, 'git');
+  await mkdir(gitDir, { recursive: true });
+  const out = createWriteStream(join(dir, `store-${process.pid}.jsonl`), { flags: 'a' });
+  return {
+    sink: (span) => {
+      out.write(`${JSON.stringify(span)}\n`);
+    },
+    gitDir,
+    close: () => new Promise<void>((resolve) => out.end(resolve)),
+  };
 }
 
 /** NARWAL_ADMIN_TOKEN, else the token this data directory generated on its first start. */

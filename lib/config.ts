@@ -36,11 +36,36 @@ export interface Config {
   readonly maxFetchRequestBytes: number;
   readonly gitChildren: number;
   readonly gitQueueMs: number;
+  /** Serve repeated full clones of a generation from the pack made for the first (on by default). */
+  readonly packCache: boolean;
   readonly quiet: boolean;
+  /**
+   * Instrumentation, off unless set: every store operation is appended to `store-<pid>.jsonl`
+   * here and git writes trace2 events under `git/` (benchmarks read them to profile a push).
+   */
+  readonly traceDir: string | undefined;
   /** Where long transfers go: set only on the Lambda functions, never on the pool itself. */
   readonly route: RouteConfig | null;
   /** How the next generation is built after a publish: in this process, or by the prewarm function. */
   readonly prewarm: { readonly kind: 'local' } | PrewarmLambdaConfig;
+  /** Where events about published entries go, and how deliveries are retried. */
+  readonly events: EventsConfig;
+}
+
+export interface EventsConfig {
+  readonly webhook: { readonly url: string; readonly secret: string; readonly timeoutMs: number } | null;
+  readonly eventBridge: {
+    readonly bus: string;
+    readonly source: string;
+    readonly region: string;
+    readonly endpoint: string | undefined;
+  } | null;
+  /** Attempts per event before delivery waits for the next catch-up, and the backoff between them. */
+  readonly attempts: number;
+  readonly backoffMs: number;
+  readonly backoffCapMs: number;
+  /** How often a server catches up the deliveries of the repositories in its cache. */
+  readonly catchUpMs: number;
 }
 
 export interface RouteConfig {
@@ -144,6 +169,7 @@ export function loadConfig(
   return {
     route,
     prewarm,
+    events: eventsConfig(env),
     presence,
     leaseTtlMs: integer(env, 'NARWAL_LEASE_TTL_MS', 60_000, 1_000, 3_600_000),
     idleEvictMs: integer(env, 'NARWAL_IDLE_EVICT_MS', 30 * 60_000, 1_000, 30 * 24 * 3_600_000),
@@ -178,8 +204,60 @@ export function loadConfig(
     gitChildren: integer(env, 'NARWAL_GIT_CHILDREN', 64, 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
+    packCache: flag(env, 'NARWAL_PACK_CACHE', true),
     quiet: flag(env, 'NARWAL_QUIET', false),
+    traceDir: optionalPath(env, 'NARWAL_TRACE_DIR'),
   };
+}
+
+function eventsConfig(env: Env): EventsConfig {
+  const url = optional(env, 'NARWAL_WEBHOOK_URL');
+  let webhook: EventsConfig['webhook'] = null;
+  if (url !== undefined) {
+    const secret = env.NARWAL_WEBHOOK_SECRET ?? '';
+    if (secret.length < MIN_SECRET_LENGTH || /\s/.test(secret))
+      throw new ConfigError(
+        `NARWAL_WEBHOOK_SECRET must be set with NARWAL_WEBHOOK_URL: at least ${MIN_SECRET_LENGTH} characters, no spaces`,
+      );
+    webhook = {
+      url: webhookUrl(url),
+      secret,
+      timeoutMs: integer(env, 'NARWAL_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
+    };
+  }
+  const bus = optional(env, 'NARWAL_EVENTBRIDGE_BUS');
+  const eventBridge =
+    bus === undefined
+      ? null
+      : {
+          bus,
+          source: optional(env, 'NARWAL_EVENTBRIDGE_SOURCE') ?? 'narwal',
+          region: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
+          endpoint: optional(env, 'NARWAL_EVENTBRIDGE_ENDPOINT'),
+        };
+  return {
+    webhook,
+    eventBridge,
+    attempts: integer(env, 'NARWAL_EVENTS_ATTEMPTS', 5, 1, 100),
+    backoffMs: integer(env, 'NARWAL_EVENTS_BACKOFF_MS', 500, 1, 600_000),
+    backoffCapMs: integer(env, 'NARWAL_EVENTS_BACKOFF_CAP_MS', 10_000, 1, 3_600_000),
+    catchUpMs: integer(env, 'NARWAL_EVENTS_CATCHUP_MS', 60_000, 100, 24 * 3_600_000),
+  };
+}
+
+/** An absolute http(s) URL; credentials belong in the signature secret, not the URL. */
+function webhookUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('NARWAL_WEBHOOK_URL must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError('NARWAL_WEBHOOK_URL must be an absolute http(s) URL');
+  if (url.username !== '' || url.password !== '')
+    throw new ConfigError('NARWAL_WEBHOOK_URL must not carry credentials');
+  return url.href;
 }
 
 /** Long enough to be unguessable, and to be scrubbed from logs without eating ordinary text. */
@@ -192,6 +270,11 @@ function adminToken(env: Env): string | undefined {
     );
   }
   return value;
+}
+
+function optionalPath(env: Env, name: string): string | undefined {
+  const value = optional(env, name);
+  return value === undefined ? undefined : resolve(value);
 }
 
 /** An unset or empty variable is absent: `HOST=` must not mean "every interface". */

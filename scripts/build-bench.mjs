@@ -8,6 +8,8 @@ await build({
     'bench-peer': 'bench/peerMain.ts',
     'bench-cold': 'bench/coldProbe.ts',
     'bench-contention': 'bench/contention.ts',
+    'bench-history': 'bench/historyLatency.ts',
+    'bench-refs': 'bench/refsGrowth.ts',
   },
   outdir: 'dist',
   bundle: true,

@@ -9,6 +9,9 @@ await build({
   platform: 'node',
   target: 'node20',
   format: 'esm',
+  // Lazily imported adapters (S3, DynamoDB, Lambda) stay out of the start-up path of every command.
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
   sourcemap: true,
   packages: 'external',
   banner: { js: '#!/usr/bin/env node' },

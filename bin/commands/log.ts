@@ -19,7 +19,8 @@ export async function log(args: string[]): Promise<ExitCode> {
   }
   const items = await app.wal.itemsAfter(loaded.index, Math.max(0, loaded.index.seq - limit));
   for (const item of items.reverse()) {
-    console.log(`#${item.seq} ${item.time} ${item.who.token}${item.atomic ? ' (atomic)' : ''}`);
+    const kind = item.kind ? ` ${item.kind}` : '';
+    console.log(`#${item.seq} ${item.time} ${item.who.token}${kind}${item.atomic ? ' (atomic)' : ''}`);
     for (const u of item.updates) console.log(`    ${u.ref} ${u.old.slice(0, 10)} -> ${u.new.slice(0, 10)}`);
   }
   return 0;

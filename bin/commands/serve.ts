@@ -47,9 +47,18 @@ export async function serve(args: string[]): Promise<ExitCode> {
     Math.min(config.idleEvictMs, 5 * 60_000),
   );
   sweeper.unref();
+  // Event deliveries that ran out of retries (a receiver down) resume from their cursors.
+  const catchUp = () =>
+    void app
+      .catchUpEvents()
+      .catch((error: unknown) => logger.warn('event catch-up failed', { error: String(error) }));
+  const eventTimer = app.events ? setInterval(catchUp, config.events.catchUpMs) : undefined;
+  eventTimer?.unref();
+  if (app.events) catchUp();
   const stop = (signal: string) => {
     logger.warn('stopping', { signal });
     clearInterval(sweeper);
+    clearInterval(eventTimer);
     server.close();
     server.closeAllConnections();
   };

@@ -24,6 +24,7 @@ import { access, link, mkdir, readdir, rename, rm, stat, utimes, writeFile } fro
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Busy } from '../git/GitBudget.js';
+import { checkpointAt, checkSeq, refsAt } from '../history/stateAt.js';
 import type { Logger } from '../log.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
@@ -33,7 +34,14 @@ import type { CheckpointPointer, LoadedIndex, LogItem, RefValue } from '../wal/t
 import type { Wal } from '../wal/Wal.js';
 import { LAST_USED } from './evict.js';
 import { KeyedMutex } from './KeyedMutex.js';
-import { generationName, generationSeq, gensDir, incarnationDir, objectsDir } from './layout.js';
+import {
+  generationName,
+  generationSeq,
+  gensDir,
+  incarnationDir,
+  objectsDir,
+  pastGenerationName,
+} from './layout.js';
 import { type Held, type LeaseOptions, takeLease, tryWriterLock, waitForWriter } from './leases.js';
 import { writePackedRefs } from './packedRefs.js';
 
@@ -113,6 +121,28 @@ export class RepoCache {
       checkpoint: index.checkpoint,
       refs: () => this.#wal.allRefs(index),
       itemsAfter: (afterSeq) => this.#wal.itemsAfter(index, afterSeq),
+    };
+  }
+
+  /**
+   * The state right after entry `seq` of the index `loaded` (a clone of the past): a generation
+   * of its own, named by its seq, built like any other from the newest checkpoint at or before
+   * it; the object store it shares holds the objects of every entry.
+   */
+  async targetAt(loaded: LoadedIndex, seq: number): Promise<CacheTarget> {
+    const { index } = loaded;
+    checkSeq(index, seq);
+    if (seq === index.seq) return this.target(loaded);
+    const checkpoint = await checkpointAt(this.#wal, index, seq);
+    return {
+      repo: index.repo,
+      created: index.created,
+      seq,
+      head: index.head,
+      name: pastGenerationName(seq),
+      checkpoint,
+      refs: () => refsAt(this.#wal, index, seq),
+      itemsAfter: (afterSeq) => this.#wal.itemsAfter(index, afterSeq, seq),
     };
   }
 
@@ -259,9 +289,10 @@ export class RepoCache {
     const gens = gensDir(incarnation);
     await mkdir(join(objects, 'pack'), { recursive: true });
     await mkdir(gens, { recursive: true });
-    // A complete generation at or before the target means its packs are in the object store.
-    const base = await newestComplete(gens, target.seq);
-    let from = base?.seq ?? 0;
+    // A complete generation means the packs of every entry up to its seq are in the object store
+    // (a newer one, which a clone of the past finds, leaves nothing to download).
+    const base = await newestComplete(gens, Number.MAX_SAFE_INTEGER);
+    let from = Math.min(base?.seq ?? 0, target.seq);
     let source = base?.name ?? 'empty';
     const checkpoint = target.checkpoint;
     if (checkpoint && (base === null || base.seq + REPLAY_RATHER_THAN_CHECKPOINT < checkpoint.seq)) {

@@ -30,6 +30,11 @@ export function generationName(loaded: LoadedIndex): string {
   return `${String(loaded.index.seq).padStart(12, '0')}-${shortHash(loaded.etag)}`;
 }
 
+/** The generation of the state after entry `seq`, whatever index names it (it never changes). */
+export function pastGenerationName(seq: number): string {
+  return `${String(seq).padStart(12, '0')}-${shortHash(`state after ${seq}`)}`;
+}
+
 export function generationSeq(name: string): number | undefined {
   const match = /^(\d{12})-[0-9a-f]{12}$/.exec(name);
   return match?.[1] === undefined ? undefined : Number(match[1]);

@@ -40,7 +40,11 @@ export class GitRunner {
   readonly #env: NodeJS.ProcessEnv;
   readonly #binary: string;
 
-  constructor(options: { budget: GitBudget; home: string; binary?: string }) {
+  /**
+   * `trace2Dir`: git's trace2 event target (GIT_TRACE2_EVENT, one file per git process), for
+   * profiles; off unless given.
+   */
+  constructor(options: { budget: GitBudget; home: string; binary?: string; trace2Dir?: string }) {
     this.#budget = options.budget;
     this.#binary = options.binary ?? 'git';
     this.#env = {
@@ -50,6 +54,7 @@ export class GitRunner {
       GIT_CONFIG_GLOBAL: '/dev/null',
       GIT_TERMINAL_PROMPT: '0',
       LANG: 'C',
+      ...(options.trace2Dir !== undefined ? { GIT_TRACE2_EVENT: options.trace2Dir } : {}),
     };
   }
 

@@ -26,6 +26,7 @@ import { OutcomeUnknown, type Publisher, RepoNotFound } from '../wal/Publisher.j
 import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import { type ChildExit, childExit, firstOutput } from './childOutput.js';
+import { fastForwards, pairKey } from './fastForwards.js';
 import { Busy } from './GitBudget.js';
 import type { GitRunner } from './GitRunner.js';
 import { createScratchRepo, type ReceivedPack } from './scratchRepo.js';
@@ -226,16 +227,27 @@ async function publishPush(
     ]),
   ).then(() => {});
   stored.catch(() => {});
-  const peeled = await peelAll(
-    push.git,
-    push.scratch.dir,
-    live.map((c) => c.newOid),
-  );
+  const [peeled, forwards] = await Promise.all([
+    peelAll(
+      push.git,
+      push.scratch.dir,
+      live.map((c) => c.newOid),
+    ),
+    // Protection rules may deny force-pushes: whether each update is one is a question for git.
+    fastForwards(push.git, push.scratch.dir, push.commands),
+  ]);
   const result = await deps.publisher.publish({
     repo: push.repo,
     commands: push.commands.map((c) => {
       const target = peeled.get(c.newOid);
-      return { ref: c.ref, oldOid: c.oldOid, newOid: c.newOid, ...(target ? { peeled: target } : {}) };
+      const fastForward = forwards.get(pairKey(c));
+      return {
+        ref: c.ref,
+        oldOid: c.oldOid,
+        newOid: c.newOid,
+        ...(target ? { peeled: target } : {}),
+        ...(fastForward !== undefined ? { fastForward } : {}),
+      };
     }),
     atomic: push.atomic,
     who: push.who,

@@ -1,9 +1,23 @@
-/** Git configuration for upload-pack (clone and fetch); each line says why. */
-export function uploadPackConfig(): string[] {
+/**
+ * Git configuration for upload-pack (clone and fetch); each line says why. `packObjectsHook` is
+ * the pack cache (packCacheHook.ts), null when it is turned off.
+ */
+export function uploadPackConfig(packObjectsHook: string | null = null): string[] {
   return [
-    // Partial clone (--filter=blob:none) and fetching by ref name in protocol v2.
+    // Full clones of a generation are packed once and then served from the file. git honours this
+    // setting only from the command line or system/global config, never from a repository's.
+    ...(packObjectsHook ? ['-c', `uploadpack.packObjectsHook=${packObjectsHook}`] : []),
+    // Partial clone (--filter=blob:none).
     ...['-c', 'uploadpack.allowFilter=true'],
-    ...['-c', 'uploadpack.allowRefInWant=true'],
+    // A partial clone later fetches the blobs it lacks by oid. Protocol v2 accepts any `want`
+    // (gitprotocol-v2(5): "Wants can be anything and are not limited to advertised objects"); v0
+    // and v1 refuse an unadvertised oid unless told to, which broke partial clones over v0.
+    ...['-c', 'uploadpack.allowAnySHA1InWant=true'],
+    // No `uploadpack.allowRefInWant`: git's upload-pack (2.39 here; upstream had only a proposed
+    // fix in December 2025) answers a v2 fetch with both want-ref and deepen by wanted-refs before
+    // shallow-info, against gitprotocol-v2(5), and git's own client then fails every
+    // `clone --depth` ("expected 'packfile', received 'shallow-info'"). Without ref-in-want,
+    // clients want the oids ls-refs listed, which a generation always holds.
   ];
 }
 

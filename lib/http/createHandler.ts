@@ -5,16 +5,21 @@
 import { tokenFromAuthorization } from '../auth/basicAuth.js';
 import type { Principal } from '../auth/Principal.js';
 import type { TokenStore } from '../auth/TokenStore.js';
-import { InvalidRepoName, parseRepoName } from '../repoName.js';
-import { errorResponse, text } from './errorResponse.js';
+import { apiRoute } from './apiRoutes.js';
+import { baseUrl } from './baseUrl.js';
+import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
-import { badRequest, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
+import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
+import type { HistoryRouteDeps } from './historyAccess.js';
+import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
+import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
+import { gitRepoFromPath } from './repoPath.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
-export interface HandlerDeps extends GitRouteDeps {
+export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
   readonly tokens: TokenStore;
-  /** Shown on the front page, e.g. http://127.0.0.1:8080 */
-  readonly publicUrl: string;
+  /** Shown on the front page, e.g. https://git.example; without it, the host the client used. */
+  readonly publicUrl?: string | undefined;
 }
 
 const GIT_SUFFIXES = ['/info/refs', '/git-upload-pack', '/git-receive-pack'] as const;
@@ -24,28 +29,45 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
     try {
       return await route(deps, request);
     } catch (error) {
-      return errorResponse(error, request.requestId, deps.logger);
+      const response = errorResponse(error, request.requestId, deps.logger);
+      if (request.path.startsWith('/api/')) return asJson(response);
+      // git and curl get the message as text; a browser gets it as a page.
+      return wantsHtml(request) && !isGitPath(request.path) ? asHtml(response) : response;
     }
   };
 }
 
 async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreResponse> {
   const path = decodePath(request.path);
-  if (path === '/' || path === '') return frontPage(deps, request);
   if (path === '/healthz') return text(200, 'ok');
-  const suffix = GIT_SUFFIXES.find((s) => path.endsWith(s));
-  if (suffix === undefined) throw notFound(`narwal: no such page ${path}`);
-  const repo = repoFromPath(path.slice(1, -suffix.length));
+  if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
+  if (path === '/' || path === '') {
+    if (request.query.has('sign-in')) return signInRoute(principal);
+    return wantsHtml(request) ? repoListRoute(deps, request, principal) : frontPage(deps, request);
+  }
+  if (path === '/-/login') return loginPage(principal);
+  if (path.startsWith('/api/v1/')) return apiRoute(deps, request, path.slice('/api/v1'.length), principal);
+  const suffix = gitSuffix(path);
+  if (suffix === undefined) return monitorRoute(deps, request, path.slice(1), principal);
+  const { repo, at } = gitRepoFromPath(path.slice(1, -suffix.length));
   if (suffix === '/info/refs') {
     if (request.method !== 'GET' && request.method !== 'HEAD')
       throw methodNotAllowed('narwal: use GET for info/refs');
-    return infoRefs(deps, request, repo, principal);
+    return infoRefs(deps, request, repo, principal, at);
   }
   if (request.method !== 'POST') throw methodNotAllowed(`narwal: use POST for ${suffix.slice(1)}`);
   return suffix === '/git-upload-pack'
-    ? uploadPack(deps, request, repo, principal)
-    : receivePack(deps, request, repo, principal);
+    ? uploadPack(deps, request, repo, principal, at)
+    : receivePack(deps, request, repo, principal, at);
+}
+
+function gitSuffix(path: string): (typeof GIT_SUFFIXES)[number] | undefined {
+  return GIT_SUFFIXES.find((s) => path.endsWith(s));
+}
+
+function isGitPath(rawPath: string): boolean {
+  return gitSuffix(rawPath.replace(/\/+$/, '')) !== undefined;
 }
 
 async function authenticate(deps: HandlerDeps, request: CoreRequest): Promise<Principal | null> {
@@ -76,25 +98,18 @@ function decodePath(raw: string): string {
   }
 }
 
-function repoFromPath(raw: string): string {
-  try {
-    return parseRepoName(raw);
-  } catch (error) {
-    if (error instanceof InvalidRepoName) throw badRequest(`narwal: ${error.message}`);
-    throw error;
-  }
-}
-
 function frontPage(deps: HandlerDeps, request: CoreRequest): CoreResponse {
   if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed('narwal: use GET');
+  const url = baseUrl(deps.publicUrl, request);
   return text(
     200,
     [
       'narwal: a git host whose only source of truth is a log in an object store.',
       '',
-      `Push a repository:  git push ${deps.publicUrl}/OWNER/NAME.git main`,
-      `Clone it:           git clone ${deps.publicUrl}/OWNER/NAME.git`,
+      `Push a repository:  git push ${url}/OWNER/NAME.git main`,
+      `Clone it:           git clone ${url}/OWNER/NAME.git`,
       'Credentials: any user name, a narwal token as the password.',
+      `The log, in a browser: ${url}/  (JSON: ${url}/api/v1/repos)`,
     ].join('\n'),
   );
 }

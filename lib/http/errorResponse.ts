@@ -4,6 +4,12 @@
  */
 import { AccessDenied } from '../auth/AccessDenied.js';
 import { Busy } from '../git/GitBudget.js';
+import { NoSuchEntry } from '../history/errors.js';
+import { StalePreview } from '../history/History.js';
+import { InvalidRefPattern } from '../history/refPattern.js';
+import { errorPageView } from '../monitor/pages.js';
+import { RuleNotFound } from '../policy/protection.js';
+import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
@@ -20,6 +26,11 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof AccessDenied) return accessDenied(error);
   if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
+  if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
+  if (error instanceof InvalidRefPattern) return text(400, `narwal: ${error.message}`);
+  if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
+  if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
+  if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
   if (error instanceof Busy) {
     return text(503, error.message, { 'retry-after': String(error.retryAfterSeconds) });
   }
@@ -70,4 +81,40 @@ export function text(
 
 function describe(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+export function json(status: number, value: unknown): CoreResponse {
+  return {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' },
+    body: Buffer.from(`${JSON.stringify(value, null, 2)}\n`),
+  };
+}
+
+export function htmlPage(status: number, page: string): CoreResponse {
+  return {
+    status,
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-cache',
+      'content-security-policy':
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+      'x-content-type-options': 'nosniff',
+    },
+    body: Buffer.from(page),
+  };
+}
+
+/** An error response for the JSON API: the same status, headers and message, as `{"error": ...}`. */
+export function asJson(response: CoreResponse): CoreResponse {
+  const message = Buffer.isBuffer(response.body) ? response.body.toString('utf8').trim() : '';
+  const shaped = json(response.status, { error: message });
+  return { ...shaped, headers: { ...response.headers, ...shaped.headers } };
+}
+
+/** An error response for a browser: the same status, headers and message, as a page. */
+export function asHtml(response: CoreResponse): CoreResponse {
+  const message = Buffer.isBuffer(response.body) ? response.body.toString('utf8').trim() : '';
+  const shaped = htmlPage(response.status, errorPageView(response.status, message));
+  return { ...shaped, headers: { ...response.headers, ...shaped.headers } };
 }

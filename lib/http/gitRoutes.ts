@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
-import type { Generation, RepoCache } from '../cache/RepoCache.js';
+import type { CacheTarget, Generation, RepoCache } from '../cache/RepoCache.js';
 import { childBody, childExit, firstOutput } from '../git/childOutput.js';
 import { Busy } from '../git/GitBudget.js';
 import type { GitRunner } from '../git/GitRunner.js';
@@ -23,7 +23,7 @@ import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
 import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
-import { decodedBody } from './requestBody.js';
+import { decodedBody, readAll } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -36,6 +36,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
+  readonly packObjectsHook: string | null;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
 }
@@ -51,11 +53,13 @@ export async function infoRefs(
   request: CoreRequest,
   repo: string,
   principal: Principal | null,
+  at?: number,
 ): Promise<CoreResponse> {
   const service = request.query.get('service');
   if (service !== 'git-upload-pack' && service !== 'git-receive-pack') {
     throw forbidden('narwal: only the smart HTTP protocol is supported; use git 1.6.6 or newer');
   }
+  if (service === 'git-receive-pack' && at !== undefined) throw pastIsReadOnly(repo, at);
   const routed = await deps.routeTransfer?.(request, repo, service);
   if (routed) return routed;
   const protocol = request.headers['git-protocol'];
@@ -65,6 +69,7 @@ export async function infoRefs(
   const recent = deps.wal.recentIndex(repo, 5_000);
   const capabilitiesOnly =
     service === 'git-upload-pack' &&
+    at === undefined &&
     wantsProtocolV2(protocol) &&
     recent !== undefined &&
     allows(principal, repo, 'read', { public: recent.index.public });
@@ -75,15 +80,17 @@ export async function infoRefs(
       : await authorizePush(deps, repo, principal);
   // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
   // after O(refs) work, and the download waits for the request that needs objects.
-  const generation = loaded ? await deps.cache.advertise(deps.cache.target(loaded)) : null;
+  const generation = loaded ? await deps.cache.advertise(await targetFor(deps, loaded, at)) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
-  const config = service === 'git-upload-pack' ? uploadPackConfig() : receivePackConfig(deps.hooksDir);
+  const config =
+    service === 'git-upload-pack' ? uploadPackConfig(deps.packObjectsHook) : receivePackConfig(deps.hooksDir);
   const child = await spawnReleasing(
     deps.git,
     generation,
     [...config, service.slice(4), '--stateless-rpc', '--advertise-refs', dir],
-    { env: service === 'git-upload-pack' ? gitProtocolEnv(protocol) : {} },
+    // receive-pack answers a v1 request with `version 1` and ignores v2, which it does not speak.
+    { env: gitProtocolEnv(protocol) },
   );
   child.stdin?.end();
   const exit = childExit(child);
@@ -106,13 +113,14 @@ export async function uploadPack(
   request: CoreRequest,
   repo: string,
   principal: Principal | null,
+  at?: number,
 ): Promise<CoreResponse> {
   requireContentType(request, 'application/x-git-upload-pack-request');
   const loaded = await authorizeRead(deps, repo, principal);
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
   const body = decodedBody(request, deps.maxFetchRequestBytes, 'the fetch request');
   const protocol = request.headers['git-protocol'];
-  const target = deps.cache.target(loaded);
+  const target = await targetFor(deps, loaded, at);
   if (await deps.cache.isComplete(target)) {
     return startUploadPack(deps, await deps.cache.read(target), body, protocol);
   }
@@ -140,7 +148,7 @@ export async function uploadPack(
     const child = await spawnReleasing(
       deps.git,
       generation,
-      [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
+      [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
       { env: gitProtocolEnv(protocol) },
     );
     void childExit(child).then(() => generation.release());
@@ -175,7 +183,7 @@ async function startUploadPack(
   const child = await spawnReleasing(
     deps.git,
     generation,
-    [...uploadPackConfig(), 'upload-pack', '--stateless-rpc', generation.dir],
+    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
     { env: gitProtocolEnv(protocol) },
   );
   const exit = childExit(child);
@@ -207,18 +215,14 @@ async function startUploadPack(
   throw gitRefused('upload-pack', finished.stderr);
 }
 
-async function readAll(body: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
-  return Buffer.concat(chunks);
-}
-
 export async function receivePack(
   deps: GitRouteDeps,
   request: CoreRequest,
   repo: string,
   principal: Principal | null,
+  at?: number,
 ): Promise<CoreResponse> {
+  if (at !== undefined) throw pastIsReadOnly(repo, at);
   requireContentType(request, 'application/x-git-receive-pack-request');
   let loaded = await authorizePush(deps, repo, principal);
   const body = decodedBody(request, deps.maxPushBytes, 'the push');
@@ -229,6 +233,7 @@ export async function receivePack(
     body,
     who: {
       token: principal?.name ?? 'anonymous',
+      ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
       ...(principal?.owner ? { owner: principal.owner } : {}),
       ...(request.headers['user-agent'] ? { agent: request.headers['user-agent'].slice(0, 200) } : {}),
       ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),
@@ -323,4 +328,15 @@ function gitRefused(service: string, stderr: string): HttpError {
     .filter((l) => l !== '')
     .pop();
   return badRequest(`narwal: git ${service} refused the request${line ? `: ${line}` : ''}`);
+}
+
+/** The state a fetch reads: the current index, or the state after entry `at` (`REPO.git@SEQ`). */
+function targetFor(deps: GitRouteDeps, loaded: LoadedIndex, at: number | undefined): Promise<CacheTarget> {
+  return at === undefined ? Promise.resolve(deps.cache.target(loaded)) : deps.cache.targetAt(loaded, at);
+}
+
+function pastIsReadOnly(repo: string, at: number) {
+  return forbidden(
+    `narwal: ${repo}.git@${at} is the state after entry ${at} and is read-only; push to ${repo}.git`,
+  );
 }

@@ -40,3 +40,10 @@ class ByteLimit extends Transform {
     else callback(null, chunk);
   }
 }
+
+/** A (bounded) body read whole. */
+export async function readAll(body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks);
+}

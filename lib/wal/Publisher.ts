@@ -12,6 +12,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Busy } from '../git/GitBudget.js';
+import {
+  applyProtectionChange,
+  type ProtectionChange,
+  type ProtectionRule,
+  protectionProblem,
+  sameRules,
+} from '../policy/protectionRules.js';
 import { pushRefNameProblem } from '../protocol/refName.js';
 import { isStoreError } from '../store/errors.js';
 import { boundIndex, DEFAULT_INDEX_POLICY, type IndexPolicy, withCheckpointTable } from './boundIndex.js';
@@ -39,6 +47,11 @@ export interface PushCommand {
   readonly newOid: string;
   /** When `newOid` is an annotated tag: the object it peels to. */
   readonly peeled?: string;
+  /**
+   * Whether `newOid` contains `oldOid` (computed by git before publishing). It stays true for the
+   * update the CAS records, because the CAS also requires the ref to still hold `oldOid`.
+   */
+  readonly fastForward?: boolean;
 }
 
 export interface PushJob {
@@ -62,6 +75,11 @@ export interface PushJob {
    * complete table enter the index in the same CAS, unless a newer checkpoint is there already.
    */
   readonly checkpoint?: CheckpointPointer;
+  /**
+   * A protect entry (no commands): this change is applied to the rules of the index the CAS is
+   * made against, and the resulting rule set enters the index and the entry.
+   */
+  readonly protection?: ProtectionChange;
 }
 
 export type RefOutcome =
@@ -83,6 +101,8 @@ export interface PublisherOptions {
   readonly policy: IndexPolicy;
   readonly now: () => Date;
   readonly random: () => number;
+  /** Told after every CAS that published entries (never for one that failed). */
+  readonly onPublished?: (repo: string, landed: LoadedIndex) => void;
 }
 
 export const DEFAULT_PUBLISHER_OPTIONS: PublisherOptions = {
@@ -127,6 +147,10 @@ interface Decision {
   readonly updates: RefUpdate[];
   /** Whether this job writes an entry: it updates refs, or it is a checkpoint still news. */
   readonly publish: boolean;
+  /** A protect job's resulting rule set, when it changes the rules. */
+  readonly rules?: readonly ProtectionRule[];
+  /** A protect job that cannot apply (its result breaks the bounds): rejected with this. */
+  readonly failure?: Error;
 }
 
 export class Publisher {
@@ -182,7 +206,7 @@ export class Publisher {
       }
       const { decisions, head } = await this.#decide(loaded.index, batch);
       // Refuse a ref only on a freshly read index: a stale guess may only lead to a failed CAS.
-      if (!fresh && decisions.some((d) => d.outcomes.some((o) => !o.ok))) {
+      if (!fresh && decisions.some((d) => d.failure !== undefined || d.outcomes.some((o) => !o.ok))) {
         loaded = undefined;
         continue;
       }
@@ -193,7 +217,7 @@ export class Publisher {
           loaded = undefined;
           continue;
         }
-        for (const d of decisions) d.pending.resolve({ outcomes: d.outcomes, seq: null, loaded });
+        for (const d of decisions) finish(d, { outcomes: d.outcomes, seq: null, loaded });
         return;
       }
       const [items, uploads] = await Promise.all([
@@ -230,6 +254,7 @@ export class Publisher {
         const landed = { index: next, etag };
         this.#wal.remember(repo, landed);
         this.#settle(decisions, items, landed);
+        this.#options.onPublished?.(repo, landed);
         return;
       } catch (error) {
         if (isStoreError(error, 'PreconditionFailed') || isStoreError(error, 'ConditionalConflict')) {
@@ -247,6 +272,7 @@ export class Publisher {
         fresh = true;
         if (await this.#contains(loaded.index, items)) {
           this.#settle(decisions, items, loaded);
+          this.#options.onPublished?.(repo, loaded);
           return;
         }
         await this.#backoff(attempt);
@@ -254,6 +280,11 @@ export class Publisher {
     }
     const busy = `narwal: busy: too many concurrent pushes to ${repo}; retry the push in a moment`;
     for (const p of batch) {
+      if (p.job.protection) {
+        // No ref to refuse: the caller of a rule change hears a retryable error instead.
+        p.reject(new Busy(busy));
+        continue;
+      }
       const outcomes = p.job.commands.map((c): RefOutcome => ({ ref: c.ref, ok: false, reason: busy }));
       p.resolve({
         outcomes,
@@ -263,21 +294,46 @@ export class Publisher {
     }
   }
 
-  /** Applies each push's commands in order against the index, as git applies them to its refs. */
+  /**
+   * Applies each push's commands in order against the index, as git applies them to its refs,
+   * under the protection rules in force at that point: the index's, as changed by the protect
+   * jobs before it in the batch (their entries precede it in the log).
+   */
   async #decide(index: RepoIndex, batch: Pending[]): Promise<{ decisions: Decision[]; head: string }> {
     const names = new Set(batch.flatMap((p) => p.job.commands.map((c) => c.ref)));
     names.add(index.head);
     const refs = await this.#wal.resolveRefs(index, names);
+    let rules = index.protection;
     const decisions = batch.map((pending): Decision => {
+      const change = pending.job.protection;
+      if (change !== undefined) {
+        try {
+          const next = applyProtectionChange(rules, change);
+          if (sameRules(rules, next)) return { pending, outcomes: [], updates: [], publish: false };
+          rules = next;
+          return { pending, outcomes: [], updates: [], publish: true, rules: next };
+        } catch (error) {
+          return { pending, outcomes: [], updates: [], publish: false, failure: error as Error };
+        }
+      }
       const outcomes: RefOutcome[] = [];
       const updates: RefUpdate[] = [];
       for (const c of pending.job.commands) {
         const problem = pushRefNameProblem(c.ref);
         const current = refs.get(c.ref) ?? ZERO_OID;
+        const refused =
+          problem === undefined && current === c.oldOid && current !== c.newOid
+            ? protectionProblem(
+                rules,
+                { ref: c.ref, old: current, new: c.newOid, ...fastForwardOf(c) },
+                pending.job.who,
+              )
+            : undefined;
         if (problem !== undefined)
           outcomes.push({ ref: c.ref, ok: false, reason: `funny refname: ${problem}` });
         else if (current === c.newOid) outcomes.push({ ref: c.ref, ok: true, noop: true });
         else if (current !== c.oldOid) outcomes.push({ ref: c.ref, ok: false, reason: 'fetch first' });
+        else if (refused !== undefined) outcomes.push({ ref: c.ref, ok: false, reason: refused });
         else {
           outcomes.push({ ref: c.ref, ok: true, noop: false });
           updates.push({
@@ -309,7 +365,7 @@ export class Publisher {
         const entry: EntryObject = {
           v: 1,
           id: d.pending.id,
-          kind: job.checkpoint ? 'checkpoint' : job.rewind ? 'rewind' : 'push',
+          kind: job.checkpoint ? 'checkpoint' : job.protection ? 'protect' : job.rewind ? 'rewind' : 'push',
           time: d.pending.time,
           who: job.who,
           updates: d.updates,
@@ -318,6 +374,7 @@ export class Publisher {
           atomic: job.atomic,
           ...(job.rewind ? { rewind: job.rewind } : {}),
           ...(job.checkpoint ? { checkpoint: job.checkpoint } : {}),
+          ...(d.rules ? { protection: d.rules } : {}),
         };
         const body = encodeJson(entry);
         const key = entryKey(index.repo, sha256(body));
@@ -336,7 +393,7 @@ export class Publisher {
     let i = 0;
     for (const d of decisions) {
       const item = d.publish ? items[i++] : undefined;
-      d.pending.resolve({
+      finish(d, {
         outcomes: d.outcomes,
         seq: item ? (seqOf.get(item.key) ?? null) : null,
         loaded: landed,
@@ -386,12 +443,23 @@ function appendItems(index: RepoIndex, publishing: Decision[], items: LogItem[],
     tail: [...index.tail, ...items],
   };
   for (const d of publishing) {
+    if (d.rules) next = { ...next, protection: d.rules };
     const checkpoint = d.pending.job.checkpoint;
     if (checkpoint && (next.checkpoint?.seq ?? -1) < checkpoint.seq) {
       next = { ...withCheckpointTable(next, checkpoint), checkpoint };
     }
   }
   return next;
+}
+
+/** A protect job that could not apply is rejected; every other decision resolves. */
+function finish(d: Decision, result: PublishResult): void {
+  if (d.failure) d.pending.reject(d.failure);
+  else d.pending.resolve(result);
+}
+
+function fastForwardOf(c: PushCommand): { fastForward?: boolean } {
+  return c.fastForward === undefined ? {} : { fastForward: c.fastForward };
 }
 
 /** A log item: the entry with at most MAX_ITEM_UPDATES of its updates. */

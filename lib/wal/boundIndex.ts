@@ -6,9 +6,12 @@
  *   position and their content from published items only, so every writer writes the same page
  *   and a lost race leaves nothing wrong behind.
  * - When the recent ref rows outgrow their bound they become a new table on top of the stack, and
- *   the stack is compacted geometrically (a table is merged into the one below while that one is
- *   at most twice its size, as reftable does), so the stack stays logarithmic in the number of
- *   refs and each ref row is rewritten O(log refs) times over its life.
+ *   the tables above the bottom one are compacted geometrically (a table is merged into the one
+ *   below while that one is at most twice its size, as reftable does), so the stack stays
+ *   logarithmic and each row is rewritten O(log n) times, n the rows since the bottom table.
+ * - The bottom table, the only one holding every ref, is never rewritten by a push: a checkpoint
+ *   (made off the push's path) replaces it and every table it covers. So what a push writes
+ *   depends on the refs changed since the last checkpoint, never on how many refs there are.
  */
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { encodeJson, sha256 } from './indexCodec.js';
@@ -95,7 +98,7 @@ async function boundRefs(
   return { tables: await compact(wal, store, index.repo, [...index.tables, top], policy), recent: [] };
 }
 
-/** Merges the top of the stack down while the geometric bound is violated. */
+/** Merges the top of the stack down while the geometric bound is violated, never into the bottom. */
 export async function compact(
   wal: Wal,
   store: ObjectStore,
@@ -107,9 +110,11 @@ export async function compact(
   for (;;) {
     const upper = stack[stack.length - 1];
     const lower = stack[stack.length - 2];
-    if (!upper || !lower || lower.count > policy.geometricFactor * upper.count) return stack;
+    if (!upper || !lower || stack.length <= 2 || lower.count > policy.geometricFactor * upper.count)
+      return stack;
     const [a, b] = await Promise.all([wal.table(lower.key), wal.table(upper.key)]);
-    const merged = mergeRows(a.rows, b.rows, stack.length === 2);
+    // Both are deltas: tombstones stay until a checkpoint's complete table replaces them.
+    const merged = mergeRows(a.rows, b.rows, false);
     stack.splice(-2, 2, await writeTable(wal, store, repo, upper.seq, merged));
   }
 }

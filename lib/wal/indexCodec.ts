@@ -34,7 +34,8 @@ export function decodeIndex(key: string, body: Buffer): RepoIndex {
     !Number.isSafeInteger(index.paged) ||
     !Array.isArray(index.tail) ||
     !Array.isArray(index.tables) ||
-    !Array.isArray(index.recent)
+    !Array.isArray(index.recent) ||
+    (index.protection !== undefined && !Array.isArray(index.protection))
   ) {
     throw new CorruptLog(key, 'not a version 2 index');
   }

@@ -12,6 +12,8 @@
  * keys follow from their position, plus a bounded tail of the newest items.
  */
 
+import type { ProtectionRule } from '../policy/protectionRules.js';
+
 export const ZERO_OID = '0000000000000000000000000000000000000000';
 
 export interface RefUpdate {
@@ -39,6 +41,8 @@ export type RefRow = readonly [string, string] | readonly [string, string, strin
 /** Who made an entry: the authenticated token, and where the request came from. */
 export interface Identity {
   readonly token: string;
+  /** The token's public id (absent for the configured admin token). */
+  readonly tokenId?: string;
   readonly owner?: string;
   readonly agent?: string;
   readonly ip?: string;
@@ -46,9 +50,10 @@ export interface Identity {
 
 /**
  * What an entry is: a push; a rewind (a push made by narwal restoring the refs of an earlier
- * entry); a checkpoint (no ref changes; names a full snapshot and consolidated packs).
+ * entry); a checkpoint (no ref changes; names a full snapshot and consolidated packs); a protect
+ * (no ref changes; sets the repository's protection rules, recorded in full in the entry).
  */
-export type EntryKind = 'push' | 'rewind' | 'checkpoint';
+export type EntryKind = 'push' | 'rewind' | 'checkpoint' | 'protect';
 
 export interface RewindInfo {
   /** The entry whose ref state was restored. */
@@ -72,6 +77,8 @@ export interface EntryObject {
   readonly atomic: boolean;
   readonly rewind?: RewindInfo;
   readonly checkpoint?: CheckpointPointer;
+  /** A protect entry: the complete rule set in force from this entry on. */
+  readonly protection?: readonly ProtectionRule[];
 }
 
 /** At most this many ref updates are copied into a log item; the entry object has them all. */
@@ -172,6 +179,11 @@ export interface RepoIndex {
   readonly tail: readonly LogItem[];
   /** The newest checkpoint: replay of a cold cache starts there. */
   readonly checkpoint: CheckpointPointer | null;
+  /**
+   * Protected-ref rules in force (absent: none), at most MAX_RULES of them. Changed only by a
+   * protect entry, so every push is checked against the rules of the index it CASes against.
+   */
+  readonly protection?: readonly ProtectionRule[];
 }
 
 /** An index together with the etag it was read or written with. */

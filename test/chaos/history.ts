@@ -2,6 +2,7 @@
  * What the chaos run records: every client operation with when it started and ended (by this
  * process's monotonic clock) and what the client heard. The checker compares this with the log.
  */
+import type { EntryKind } from '../../lib/wal/types.js';
 
 /**
  * What a client heard about one ref of a push: `ok`, a refusal (`ng`: the server or git itself
@@ -54,7 +55,7 @@ export type Op = PushOp | ReadOp;
 /** One published entry as the checker needs it: every update, not only the index's summary. */
 export interface LoggedEntry {
   readonly seq: number;
-  readonly kind: 'push' | 'rewind' | 'checkpoint';
+  readonly kind: EntryKind;
   readonly atomic: boolean;
   readonly updates: readonly { readonly ref: string; readonly old: string; readonly new: string }[];
 }

@@ -30,6 +30,7 @@ describe('loadConfig', () => {
       maxFetchRequestBytes: 64 * 1024 ** 2,
       gitChildren: 64,
       gitQueueMs: 0,
+      packCache: true,
       quiet: false,
       presence: { kind: 'local' },
       leaseTtlMs: 60_000,
@@ -40,6 +41,14 @@ describe('loadConfig', () => {
       checkpointEveryBytes: 64 * 1024 ** 2,
       route: null,
       prewarm: { kind: 'local' },
+      events: {
+        webhook: null,
+        eventBridge: null,
+        attempts: 5,
+        backoffMs: 500,
+        backoffCapMs: 10_000,
+        catchUpMs: 60_000,
+      },
     });
   });
 
@@ -80,6 +89,12 @@ describe('loadConfig', () => {
     expect(configError({ PORT: value }).message).toBe(
       `PORT must be an integer between 0 and 65535, not ${JSON.stringify(value)}`,
     );
+  });
+
+  it('turns tracing on only when NARWAL_TRACE_DIR is set, as an absolute path', () => {
+    expect(loadConfig({}).traceDir).toBeUndefined();
+    expect(loadConfig({ NARWAL_TRACE_DIR: '' }).traceDir).toBeUndefined();
+    expect(loadConfig({ NARWAL_TRACE_DIR: 'traces' }).traceDir).toBe(join(process.cwd(), 'traces'));
   });
 
   it('parses NARWAL_STORE_LATENCY_MS', () => {

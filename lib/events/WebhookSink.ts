@@ -1,0 +1,102 @@
+/**
+ * Delivers each event as one signed HTTP POST of its JSON. Headers:
+ * - `X-Narwal-Signature-256: sha256=<hex>`: HMAC-SHA256 of the exact body with the shared secret;
+ * - `Idempotency-Key` and `X-Narwal-Delivery`: the event id (repo, incarnation and seq), the same
+ *   on every retry and replay, so a receiver that saw it already can ignore it;
+ * - `X-Narwal-Event`: the entry's kind.
+ * Any 2xx is acceptance; anything else, a timeout or a refused connection is a failure to retry.
+ */
+import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { DeliveryFailed, type EventSink } from './EventSink.js';
+import type { PushEvent } from './PushEvent.js';
+
+/** The one HTTP call the webhook needs. */
+export type HttpPost = (
+  url: string,
+  request: { headers: Record<string, string>; body: string; timeoutMs: number },
+) => Promise<{ status: number }>;
+
+/**
+ * A POST with node:http(s), one connection per delivery (`agent: false`): a kept-alive socket
+ * would hold a short-lived process (the CLI's replay) open for seconds after its last event.
+ */
+export const httpPost: HttpPost = (url, { headers, body, timeoutMs }) =>
+  new Promise((resolve, reject) => {
+    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const request = send(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (response) => {
+        response.resume();
+        response.once('end', () => resolve({ status: response.statusCode ?? 0 }));
+        response.once('error', reject);
+      },
+    );
+    request.setTimeout(timeoutMs, () => request.destroy(new DeliveryTimeout(timeoutMs)));
+    request.once('error', reject);
+    request.end(body);
+  });
+
+class DeliveryTimeout extends Error {
+  override readonly name = 'TimeoutError';
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms`);
+  }
+}
+
+export function signature(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export interface WebhookOptions {
+  readonly url: string;
+  readonly secret: string;
+  readonly timeoutMs: number;
+  readonly post?: HttpPost;
+}
+
+export class WebhookSink implements EventSink {
+  readonly name = 'webhook';
+  readonly batchSize = 1;
+  readonly #options: WebhookOptions;
+  readonly #post: HttpPost;
+
+  constructor(options: WebhookOptions) {
+    this.#options = options;
+    this.#post = options.post ?? httpPost;
+  }
+
+  async deliver(events: readonly PushEvent[]): Promise<number> {
+    const event = events[0];
+    if (event === undefined) return 0;
+    const body = JSON.stringify(event);
+    let status: number;
+    try {
+      ({ status } = await this.#post(this.#options.url, {
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'narwal-webhook',
+          'idempotency-key': event.id,
+          'x-narwal-delivery': event.id,
+          'x-narwal-event': event.kind,
+          'x-narwal-signature-256': signature(this.#options.secret, body),
+        },
+        body,
+        timeoutMs: this.#options.timeoutMs,
+      }));
+    } catch (error) {
+      // Never the URL in the message: it may carry a token in its query.
+      const reason = error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable';
+      throw new DeliveryFailed(this.name, `event ${event.seq} not delivered (${reason})`, { cause: error });
+    }
+    if (status < 200 || status > 299)
+      throw new DeliveryFailed(this.name, `event ${event.seq} refused with HTTP ${status}`);
+    return 1;
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * A pack cache for full clones, as git's `uploadpack.packObjectsHook` (git-config(1)): upload-pack
+ * runs the hook as `HOOK git pack-objects ARGS...` in the repository directory, with the objects
+ * wanted (and those the client has, after `--not`) on stdin, and sends what it writes as the pack.
+ *
+ * A full clone of one generation - only wants, then a bare `--not`: no haves, no shallow
+ * boundary, no filter - asks for exactly the same objects every time, and a generation is
+ * immutable, so the first such pack is kept inside the generation (it goes when the generation is
+ * evicted) and later clones are served from the file: a clone storm costs one pack-objects, not
+ * one per clone. Identical clones arriving while the first is packing wait for it (a lock file,
+ * taken over when its holder died) rather than pack the same objects again. Anything else - a
+ * fetch with haves, a shallow or partial clone - runs pack-objects as usual.
+ *
+ * A shell script because upload-pack starts it for every fetch: a few coreutils processes cost a
+ * millisecond or two, a runtime would cost more than the pack.
+ */
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The directory, inside a generation, that holds its cached packs. */
+export const PACK_CACHE_DIR = 'narwal-packs';
+
+/** How long a clone waits for an identical one to finish packing before it packs on its own. */
+export const WAIT_SECONDS = 120;
+
+const SCRIPT = `#!/bin/sh
+# narwal: uploadpack.packObjectsHook; caches the pack of a full clone inside the generation.
+[ "$1 $2" = "git pack-objects" ] || exec "$@"
+for arg; do case "$arg" in *shallow*|*filter*) exec "$@" ;; esac; done
+cache=${PACK_CACHE_DIR}
+mkdir -p "$cache" 2>/dev/null || exec "$@"
+in=$(mktemp "$cache/.in.XXXXXX") || exec "$@"
+cat >"$in" || { rm -f "$in"; exit 1; }
+# Only "object ids, then --not and no more ids" is a full clone (upload-pack ends the list with
+# an empty line); anything else packs as usual.
+if [ "$(grep -v -e '^$' "$in" | tail -n 1)" != "--not" ] || [ "$(grep -c -e '^-' "$in")" != 1 ]; then
+  "$@" <"$in"; status=$?; rm -f "$in"; exit $status
+fi
+key=$({ printf '%s\\n' "$@"; cat "$in"; } | sha256sum | cut -c1-64)
+pack="$cache/$key.pack"
+lock="$cache/$key.lock"
+me="$(hostname 2>/dev/null) $$"
+waited=0
+while :; do
+  if [ -f "$pack" ]; then rm -f "$in"; exec cat "$pack"; fi
+  if (set -C; echo "$me" >"$lock") 2>/dev/null; then break; fi
+  # Someone else packs the same objects: wait for the file, unless the lock's holder is gone.
+  holder=$(cat "$lock" 2>/dev/null)
+  if [ "\${holder% *}" = "\${me% *}" ] && ! kill -0 "\${holder#* }" 2>/dev/null; then
+    rm -f "$lock"; continue
+  fi
+  if [ "$waited" -ge ${WAIT_SECONDS * 20} ]; then
+    "$@" <"$in"; status=$?; rm -f "$in"; exit $status
+  fi
+  sleep 0.05; waited=$((waited + 1))
+done
+part="$cache/.$key.$$"
+{ "$@" <"$in"; echo $? >"$part.status"; } | tee "$part"
+sent=$?
+status=$(cat "$part.status" 2>/dev/null || echo 1)
+[ "$status" = 0 ] && [ "$sent" = 0 ] && mv -f "$part" "$pack"
+rm -f "$part" "$part.status" "$lock" "$in"
+[ "$status" = 0 ] || exit "$status"
+[ "$sent" = 0 ]
+`;
+
+/** Writes the hook into `dir` and answers its path. */
+export async function installPackCacheHook(dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, 'pack-objects');
+  await writeFile(path, SCRIPT);
+  await chmod(path, 0o755);
+  return path;
+}

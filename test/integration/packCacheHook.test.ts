@@ -1,0 +1,136 @@
+/**
+ * The pack cache hook (lib/git/packCacheHook.ts) run by the real `sh`, with a stand-in `git` on
+ * PATH that counts its runs: a full clone's pack is made once and then served from the file, even
+ * to identical requests arriving while it is being made; anything else packs every time; a
+ * failed pack is never kept; a lock left by a dead process does not hold anyone up.
+ */
+import { spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { installPackCacheHook, PACK_CACHE_DIR, WAIT_SECONDS } from '../../lib/git/packCacheHook.js';
+
+let dir: string;
+let hook: string;
+let bin: string;
+// As upload-pack writes it: the wants, `--not`, the haves (none), an empty line.
+const FULL = `${'a'.repeat(40)}\n${'b'.repeat(40)}\n--not\n\n`;
+
+// Stands in for `git pack-objects`: counts its runs, echoes its input, fails when told to.
+const FAKE_GIT = `#!/bin/sh
+echo run >> "$FAKE_RUNS"
+[ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+printf 'PACK %s\\n' "$*"
+cat
+exit "\${FAKE_EXIT:-0}"
+`;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'narwal-packcache-'));
+  hook = await installPackCacheHook(join(dir, 'hooks'));
+  bin = join(dir, 'bin');
+  await mkdir(bin);
+  await writeFile(join(bin, 'git'), FAKE_GIT);
+  await chmod(join(bin, 'git'), 0o755);
+  await mkdir(join(dir, 'repo'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function runHook(
+  args: string[],
+  stdin: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(hook, ['git', 'pack-objects', ...args], {
+      cwd: join(dir, 'repo'),
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, FAKE_RUNS: join(dir, 'runs'), ...env },
+    });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString() }));
+    child.stdin.end(stdin);
+  });
+}
+
+const runs = async () =>
+  (await readFile(join(dir, 'runs'), 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+const cached = async () =>
+  (await readdir(join(dir, 'repo', PACK_CACHE_DIR)).catch(() => [] as string[])).filter((n) =>
+    n.endsWith('.pack'),
+  );
+const leftovers = async () =>
+  (await readdir(join(dir, 'repo', PACK_CACHE_DIR)).catch(() => [] as string[])).filter(
+    (n) => !n.endsWith('.pack'),
+  );
+
+describe('pack cache hook', () => {
+  it('packs a full clone once and serves the same bytes from the file afterwards', async () => {
+    const first = await runHook(['--revs', '--stdout'], FULL);
+    const second = await runHook(['--revs', '--stdout'], FULL);
+    expect(first).toEqual({ code: 0, stdout: `PACK pack-objects --revs --stdout\n${FULL}` });
+    expect(second).toEqual(first);
+    expect(await runs()).toBe(1);
+    expect(await cached()).toHaveLength(1);
+    expect(await leftovers()).toEqual([]);
+    // Other arguments are another pack.
+    await runHook(['--revs', '--stdout', '--include-tag'], FULL);
+    expect(await runs()).toBe(2);
+    expect(await cached()).toHaveLength(2);
+  });
+
+  it('makes identical clones that arrive while it packs wait for that one pack', async () => {
+    const all = await Promise.all(
+      Array.from({ length: 6 }, () => runHook(['--revs', '--stdout'], FULL, { FAKE_SLEEP: '0.5' })),
+    );
+    expect(await runs()).toBe(1);
+    for (const one of all) expect(one).toEqual(all[0]);
+    expect(all[0]?.code).toBe(0);
+  });
+
+  it('packs every fetch with haves, shallow or filtered request, and keeps none of them', async () => {
+    const withHaves = `${'a'.repeat(40)}\n--not\n${'c'.repeat(40)}\n\n`;
+    const shallow = `--shallow ${'d'.repeat(40)}\n${'a'.repeat(40)}\n--not\n\n`;
+    for (let i = 0; i < 2; i++) {
+      expect((await runHook(['--revs', '--stdout'], withHaves)).stdout).toContain(withHaves);
+      await runHook(['--revs', '--stdout'], shallow);
+      await runHook(['--revs', '--stdout', '--filter=blob:none'], FULL);
+      await runHook(['--revs', '--stdout', '--shallow-file', '/tmp/x'], FULL);
+    }
+    expect(await runs()).toBe(8);
+    expect(await cached()).toEqual([]);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('keeps no pack when pack-objects fails, and passes its exit status on', async () => {
+    const failed = await runHook(['--revs', '--stdout'], FULL, { FAKE_EXIT: '3' });
+    expect(failed.code).toBe(3);
+    expect(await cached()).toEqual([]);
+    expect(await leftovers()).toEqual([]);
+    expect((await runHook(['--revs', '--stdout'], FULL)).code).toBe(0);
+    expect(await runs()).toBe(2);
+    expect(await cached()).toHaveLength(1);
+  });
+
+  it('takes over a lock whose holder on this host is dead', async () => {
+    expect(WAIT_SECONDS * 1000).toBeGreaterThan(60_000);
+    // Learn the key from a first run, then leave a lock for it from a process that no longer exists.
+    await runHook(['--revs', '--stdout'], FULL);
+    const [pack] = await cached();
+    if (!pack) throw new Error('no cached pack');
+    const key = pack.slice(0, -'.pack'.length);
+    await rm(join(dir, 'repo', PACK_CACHE_DIR, pack));
+    const dead = spawn('true');
+    await new Promise((done) => dead.on('close', done));
+    await writeFile(join(dir, 'repo', PACK_CACHE_DIR, `${key}.lock`), `${hostname()} ${dead.pid}\n`);
+    // (A live holder would be waited for up to WAIT_SECONDS, past this test's timeout.)
+    const again = await runHook(['--revs', '--stdout'], FULL);
+    expect(again.code).toBe(0);
+    expect(await runs()).toBe(2);
+    expect(await cached()).toEqual([pack]);
+  });
+});
