@@ -241,6 +241,11 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
           storeFaultsInjected: injected,
           processesKilled: faults.kills,
           cacheDeletions: faults.cacheDeletions,
+          // Standing faults: skewed clocks on presence records, and leases that lapse under readers.
+          clockSkewMs: Object.fromEntries(
+            slots.map((s) => [s.name, Number(s.env.NARWAL_CLOCK_SKEW_MS ?? 0)]),
+          ),
+          leaseTtlMs: Object.fromEntries(slots.map((s) => [s.name, Number(s.env.NARWAL_LEASE_TTL_MS)])),
           orphansFound: dry.orphans,
           orphansSwept: Object.fromEntries(sweptKinds),
           violations: violations.length,
