@@ -11,6 +11,7 @@ import { log } from './commands/log.js';
 import { protect } from './commands/protect.js';
 import { repo } from './commands/repo.js';
 import { serve } from './commands/serve.js';
+import { sweep } from './commands/sweep.js';
 import { token } from './commands/token.js';
 
 const USAGE = `usage: narwal <command> [options]
@@ -26,6 +27,9 @@ commands:
   rewind REPO SEQ [--refs PATTERN] [--dry-run] [--json]
                                              publish a new entry restoring the refs of entry SEQ
   checkpoint REPO                            make a checkpoint at the head of the log now
+  sweep [--dry-run] [--retention-ms N] [--verbose]
+                                             delete store objects no index names, older than
+                                             NARWAL_SWEEP_RETENTION_MS (default 24 h)
   protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
                                              protected-ref rules (patterns: refs/heads/main, refs/heads/release/*)
   events replay REPO --from SEQ [--to DEST]...  deliver the events of a repository again from SEQ
@@ -50,6 +54,8 @@ async function main(argv: string[]): Promise<ExitCode> {
       return token(rest);
     case 'checkpoint':
       return checkpoint(rest);
+    case 'sweep':
+      return sweep(rest);
     case 'who':
       return who(rest);
     case 'show':

@@ -61,7 +61,7 @@ export interface App {
 }
 
 /** The S3 SDK is loaded only when configured, so the embedded default starts without it. */
-export async function createStore(config: Config): Promise<ObjectStore> {
+export async function createStore(config: Config, logger?: Logger): Promise<ObjectStore> {
   let base: ObjectStore;
   if (config.store.kind === 'fs') {
     base = new FsObjectStore(config.store.root);
@@ -84,7 +84,21 @@ export async function createStore(config: Config): Promise<ObjectStore> {
     });
   }
   if (config.storeLatencyMs === 0 && config.storeFaults.length === 0) return base;
-  return new FaultyObjectStore(base, { latencyMs: config.storeLatencyMs, faults: config.storeFaults });
+  return new FaultyObjectStore(base, {
+    latencyMs: config.storeLatencyMs,
+    faults: config.storeFaults,
+    ...(logger
+      ? {
+          onFault: (fault, key) =>
+            logger.warn('store fault injected', {
+              op: fault.op,
+              kind: fault.kind,
+              applied: fault.applied,
+              key,
+            }),
+        }
+      : {}),
+  });
 }
 
 export interface AppOptions {
@@ -97,7 +111,7 @@ export interface AppOptions {
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const trace = config.traceDir !== undefined ? await openTrace(config.traceDir) : undefined;
-  const untraced = options.store ?? (await createStore(config));
+  const untraced = options.store ?? (await createStore(config, logger));
   const store = trace ? new TracingObjectStore(untraced, 'store', trace.sink) : untraced;
   const adminToken = await loadAdminToken(config);
   const home = join(config.dataDir, 'home');
@@ -128,8 +142,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         });
   // Events go out only after the CAS that published their entries succeeded.
   const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
-  const presence = await createPresence(config, trace?.sink);
-  const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now: Date.now };
+  const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
+  const presence = await createPresence(config, now, trace?.sink);
+  const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const cache = new RepoCache({ root: config.cacheDir, wal, leases, logger });
   const git = new GitRunner({
     budget: new GitBudget(config.gitChildren, config.gitQueueMs),
@@ -244,11 +259,16 @@ async function createPrewarmTrigger(
  * Presence records live where every node sharing the cache directory can see them: DynamoDB in
  * AWS, a directory beside the shared cache otherwise.
  */
-export async function createPresence(config: Config, trace?: StoreSpanSink): Promise<PresenceStore> {
+export async function createPresence(
+  config: Config,
+  now: () => number = Date.now,
+  trace?: StoreSpanSink,
+): Promise<PresenceStore> {
   if (config.presence.kind === 'local') {
     const local = new FsObjectStore(join(config.cacheDir, 'presence'));
     return new ObjectPresenceStore({
       store: trace ? new TracingObjectStore(local, 'presence', trace) : local,
+      now,
     });
   }
   const [{ DynamoDBClient }, { DynamoPresenceStore }] = await Promise.all([
@@ -261,6 +281,7 @@ export async function createPresence(config: Config, trace?: StoreSpanSink): Pro
       ...(config.presence.endpoint ? { endpoint: config.presence.endpoint } : {}),
     }),
     table: config.presence.table,
+    now,
   });
 }
 

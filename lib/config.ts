@@ -17,6 +17,13 @@ export interface Config {
   readonly leaseTtlMs: number;
   /** Generations and repository caches unused this long are evicted. */
   readonly idleEvictMs: number;
+  /**
+   * Added to this node's clock wherever it stamps or checks presence records (leases, locks):
+   * a fault-injection knob that makes one node's clock run ahead or behind the others'.
+   */
+  readonly clockSkewMs: number;
+  /** The orphan sweep deletes unnamed store objects only once they are older than this. */
+  readonly sweepRetentionMs: number;
   readonly checkpointEveryEntries: number;
   readonly checkpointEveryBytes: number;
   readonly storeLatencyMs: number;
@@ -172,6 +179,8 @@ export function loadConfig(
     presence,
     leaseTtlMs: integer(env, 'NARWAL_LEASE_TTL_MS', 60_000, 1_000, 3_600_000),
     idleEvictMs: integer(env, 'NARWAL_IDLE_EVICT_MS', 30 * 60_000, 1_000, 30 * 24 * 3_600_000),
+    sweepRetentionMs: integer(env, 'NARWAL_SWEEP_RETENTION_MS', 24 * 3_600_000, 60_000, 365 * 24 * 3_600_000),
+    clockSkewMs: signedInteger(env, 'NARWAL_CLOCK_SKEW_MS', 0, -3_600_000, 3_600_000),
     checkpointEveryEntries: integer(env, 'NARWAL_CHECKPOINT_EVERY', 100, 1, 1_000_000),
     checkpointEveryBytes: integer(
       env,
@@ -293,6 +302,16 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, not ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function signedInteger(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = /^[-+]?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}, not ${JSON.stringify(raw)}`);
   }

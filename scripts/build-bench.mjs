@@ -7,6 +7,7 @@ await build({
     bench: 'bench/run.ts',
     'bench-peer': 'bench/peerMain.ts',
     'bench-cold': 'bench/coldProbe.ts',
+    'bench-contention': 'bench/contention.ts',
     'bench-history': 'bench/historyLatency.ts',
     'bench-refs': 'bench/refsGrowth.ts',
   },

@@ -28,14 +28,30 @@ export async function claimNodeDir(cacheRoot: string): Promise<NodeDir> {
   return { id, dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * A directory is its node's from `mkdir` on, before `owner.json` is written (another node may be
+ * starting at this moment), so the pid in its name decides; `owner.json` is only a fallback for
+ * names of another form. A half-written or unreadable `owner.json` is not a reason to crash.
+ */
 async function sweepDeadNodes(nodes: string): Promise<void> {
   for (const name of await readdir(nodes)) {
-    const owner = await readFile(join(nodes, name, 'owner.json'), 'utf8').then(
-      (text) => JSON.parse(text) as { pid?: unknown },
-      () => ({ pid: undefined }),
-    );
-    if (typeof owner.pid === 'number' && isAlive(owner.pid)) continue;
+    const pid = pidOfName(name) ?? (await ownerPid(join(nodes, name, 'owner.json')));
+    if (pid !== undefined && isAlive(pid)) continue;
     await rm(join(nodes, name), { recursive: true, force: true });
+  }
+}
+
+function pidOfName(name: string): number | undefined {
+  const match = /^(\d+)-[0-9a-f]+$/.exec(name);
+  return match?.[1] ? Number(match[1]) : undefined;
+}
+
+async function ownerPid(path: string): Promise<number | undefined> {
+  try {
+    const owner = JSON.parse(await readFile(path, 'utf8')) as { pid?: unknown };
+    return typeof owner.pid === 'number' ? owner.pid : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -114,13 +114,18 @@ export async function runReceivePack(
     if (!sideband || head.commands.length === 0) {
       const generation = await deps.cache.read(target);
       await spool.done;
-      return await receiveInto(deps, { ...request, body: spool.open() }, generation, spool.remove);
+      return await receiveInto(deps, { ...request, body: await spool.open() }, generation, spool.remove);
     }
     const progress = new SidebandProgress(Buffer.alloc(0));
     void (async () => {
       const generation = await deps.cache.read(target, (message, final) => progress.progress(message, final));
       await spool.done;
-      const outcome = await receiveInto(deps, { ...request, body: spool.open() }, generation, spool.remove);
+      const outcome = await receiveInto(
+        deps,
+        { ...request, body: await spool.open() },
+        generation,
+        spool.remove,
+      );
       if (outcome.kind === 'stream') await progress.relay(outcome.body);
       else
         progress.fail(
@@ -278,7 +283,16 @@ async function publishPush(
     stored,
   });
   if (result.seq !== null) {
-    await deps.cache.adoptPacks(push.repo, push.created, packs);
+    // Published: from here on nothing may turn the outcome into a refusal. Adopting the packs only
+    // saves the cache a download (its directory may have been deleted under it, for instance).
+    try {
+      await deps.cache.adoptPacks(push.repo, push.created, packs);
+    } catch (error) {
+      deps.logger.warn('packs of a published push not adopted by the cache', {
+        repo: push.repo,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
     deps.afterPublish(push.repo, result.loaded);
   }
   return result.outcomes.map(resultOf);

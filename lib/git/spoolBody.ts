@@ -4,8 +4,8 @@
  * full socket, and the head's capabilities say whether progress may be sent.
  */
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -21,8 +21,12 @@ export interface SpooledBody {
   readonly head: Promise<ReceivePackHead>;
   /** Settles when the whole body is on disk. */
   readonly done: Promise<void>;
-  /** The spooled body, to be read once `done` has resolved. */
-  open(): Readable;
+  /**
+   * The spooled body, to be read once `done` has resolved. The file is opened here, so a spool that
+   * vanished (its cache directory was deleted) rejects this call instead of erroring a stream no
+   * one listens to yet; once open, the body stays readable even if the file is then removed.
+   */
+  open(): Promise<Readable>;
   remove(): Promise<void>;
 }
 
@@ -44,7 +48,7 @@ export async function spoolBody(
   return {
     head,
     done,
-    open: () => createReadStream(path),
+    open: async () => (await open(path, 'r')).createReadStream(),
     remove: () => rm(path, { force: true }),
   };
 }

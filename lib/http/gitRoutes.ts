@@ -5,11 +5,13 @@
  */
 
 import type { ChildProcess } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import type { CacheTarget, Generation, RepoCache } from '../cache/RepoCache.js';
-import { childBody, childExit, firstOutput } from '../git/childOutput.js';
+import { type ChildExit, childBody, childExit, firstOutput } from '../git/childOutput.js';
 import { Busy } from '../git/GitBudget.js';
 import type { GitRunner } from '../git/GitRunner.js';
 import { type ReceivePackDeps, receivePackConfig, runReceivePack } from '../git/receivePack.js';
@@ -104,10 +106,67 @@ export async function infoRefs(
   });
   // In protocol v2 the server's first response is the capability advertisement itself.
   const prefix = v2 ? Buffer.alloc(0) : Buffer.concat([encodePktLine(`# service=${service}\n`), FLUSH_PKT]);
+  const headers = { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE };
+  if (generation !== null && !v2) {
+    // Refs: read whole and checked before any byte goes out.
+    const refs = await checkedRefs(child, exit, generation, service.slice(4));
+    return { status: 200, headers, body: Buffer.concat([prefix, refs]) };
+  }
+  return { status: 200, headers, body: childBody(child, prefix) };
+}
+
+/**
+ * The output of a git child that lists a generation's refs, once it exits, checked against the
+ * generation: a cache directory deleted while git read it leaves a directory with no packed-refs,
+ * which git lists as no refs at all and exit 0, and a client would take that for the repository's
+ * state. Ref listings are O(refs), so holding one whole is cheap.
+ */
+async function checkedRefs(
+  child: ChildProcess,
+  exit: Promise<ChildExit>,
+  generation: Generation,
+  service: string,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const finished = await exit;
+  if (!(await exists(join(generation.dir, 'packed-refs')))) throw cacheChanged();
+  if (finished.code !== 0) throw gitRefused(service, finished.stderr);
+  return Buffer.concat(chunks);
+}
+
+const cacheChanged = () =>
+  new HttpError(503, 'narwal: the cache changed while the refs were read; retry', { 'retry-after': '1' });
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** A v2 ls-refs on a leased generation, answered whole once checked (see checkedRefs). */
+async function lsRefs(
+  deps: GitRouteDeps,
+  generation: Generation,
+  request: Buffer,
+  protocol: string | undefined,
+): Promise<CoreResponse> {
+  const child = await spawnReleasing(
+    deps.git,
+    generation,
+    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
+    { env: gitProtocolEnv(protocol) },
+  );
+  const exit = childExit(child);
+  void exit.then(() => generation.release());
+  child.stdin?.on('error', () => {});
+  child.stdin?.end(request);
+  const refs = await checkedRefs(child, exit, generation, 'upload-pack');
   return {
     status: 200,
-    headers: { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE },
-    body: childBody(child, prefix),
+    headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
+    body: refs,
   };
 }
 
@@ -128,16 +187,23 @@ export async function uploadPack(
   );
   const protocol = request.headers['git-protocol'];
   const target = await targetFor(deps, loaded, at);
+  const v2 = wantsProtocolV2(protocol);
+  // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs).
+  const early = v2 ? await readAll(body) : null;
+  if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
+    return lsRefs(deps, await deps.cache.advertise(target), early, protocol);
+  }
   if (await deps.cache.isComplete(target)) {
-    return startUploadPack(deps, await deps.cache.read(target), body, protocol);
+    return startUploadPack(
+      deps,
+      await deps.cache.read(target),
+      early ? Readable.from([early]) : body,
+      protocol,
+    );
   }
   // The repository must be prepared first. The request is small: read it to learn what it needs.
-  const bytes = await readAll(body);
-  const v2 = wantsProtocolV2(protocol);
+  const bytes = early ?? (await readAll(body));
   const kind = classifyUploadPackRequest(bytes, v2);
-  if (kind.command === 'ls-refs') {
-    return startUploadPack(deps, await deps.cache.advertise(target), Readable.from([bytes]), protocol);
-  }
   const refs = kind.wantRefs.length > 0 ? await target.refs() : new Map<string, RefValue>();
   const prefix = predictedPrefix(kind, v2, (ref) => refs.get(ref === 'HEAD' ? target.head : ref)?.oid);
   if (prefix === null) {

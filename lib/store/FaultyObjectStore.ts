@@ -23,6 +23,8 @@ export interface FaultOptions {
   readonly faults: readonly FaultRule[];
   /** Injectable for deterministic tests. */
   readonly random?: () => number;
+  /** Told of every fault injected, so a run can report how many it survived. */
+  readonly onFault?: (fault: FaultRule, key: string) => void;
 }
 
 export class FaultyObjectStore implements ObjectStore {
@@ -30,12 +32,14 @@ export class FaultyObjectStore implements ObjectStore {
   readonly #latencyMs: number;
   readonly #faults: readonly FaultRule[];
   readonly #random: () => number;
+  readonly #onFault: ((fault: FaultRule, key: string) => void) | undefined;
 
   constructor(inner: ObjectStore, options: FaultOptions) {
     this.#inner = inner;
     this.#latencyMs = options.latencyMs;
     this.#faults = options.faults;
     this.#random = options.random ?? Math.random;
+    this.#onFault = options.onFault;
   }
 
   async get(key: string, options?: GetOptions): Promise<StoredObject | NotModified> {
@@ -67,6 +71,7 @@ export class FaultyObjectStore implements ObjectStore {
     if (this.#latencyMs > 0) await sleep(this.#latencyMs);
     const fault = this.#pick(op, conditional);
     if (fault === undefined) return call();
+    this.#onFault?.(fault, key);
     if (fault.applied) {
       // The operation happens, but the caller hears a failure: outcome unknown.
       await call();

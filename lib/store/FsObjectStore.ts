@@ -79,8 +79,8 @@ export class FsObjectStore implements ObjectStore {
     // Hashed as a stream: a HEAD of a pack must not load the pack into memory.
     const path = this.#path(key);
     try {
-      const { size } = await stat(path);
-      return { etag: await fileEtag({ path, size }), size };
+      const { size, mtimeMs } = await stat(path);
+      return { etag: await fileEtag({ path, size }), size, modified: Math.floor(mtimeMs) };
     } catch (error) {
       throw this.#translate(error, key);
     }

@@ -54,6 +54,8 @@ export interface ObjectStream {
 export interface HeadResult {
   readonly etag: string;
   readonly size: number;
+  /** When the object was last written (milliseconds since the epoch): S3's Last-Modified. */
+  readonly modified: number;
 }
 
 export interface ListPage {

@@ -99,7 +99,11 @@ export class S3ObjectStore implements ObjectStore {
       const res = await this.#client.send(
         new HeadObjectCommand({ Bucket: this.#bucket, Key: this.#prefix + key }),
       );
-      return { etag: etagOf(res.ETag, key), size: res.ContentLength ?? 0 };
+      return {
+        etag: etagOf(res.ETag, key),
+        size: res.ContentLength ?? 0,
+        modified: res.LastModified?.getTime() ?? 0,
+      };
     } catch (error) {
       throw isStoreError(error) ? error : classifyS3Error(error, key);
     }

@@ -3,6 +3,14 @@ import { isStoreError } from '../store/errors.js';
 import type { ObjectStore, PutBody } from '../store/ObjectStore.js';
 
 /**
+ * An object this old that a writer finds already stored is written again (same key, same bytes)
+ * before anything names it: the orphan sweep deletes unnamed objects by age, and an old orphan (a
+ * pack of a push whose CAS failed long ago) may be named again by a push of the same objects. The
+ * sweep's retention window must exceed this plus the longest push (sweepOrphans.ts).
+ */
+export const REFRESH_AFTER_MS = 60 * 60_000;
+
+/**
  * Writes a content-addressed object create-only. "Already exists" is success (same key, same
  * content), but only once a HEAD confirms it: a 412 is never taken on faith, because a write
  * that names a missing object would corrupt the log.
@@ -12,6 +20,7 @@ export async function putImmutable(
   key: string,
   body: PutBody,
   attempts = 6,
+  now: () => number = Date.now,
 ): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -21,14 +30,18 @@ export async function putImmutable(
       if (!isStoreError(error, 'PreconditionFailed') && !isStoreError(error, 'ConditionalConflict')) {
         if (!isStoreError(error, 'StoreUnavailable') || attempt >= attempts) throw error;
       }
-      const exists = await store.head(key).then(
-        () => true,
+      const modified = await store.head(key).then(
+        (head) => head.modified,
         (e: unknown) => {
-          if (isStoreError(e, 'NotFound')) return false;
+          if (isStoreError(e, 'NotFound')) return null;
           throw e;
         },
       );
-      if (exists) return;
+      if (modified !== null) {
+        // Identical bytes under a content address: rewriting only renews the object's age.
+        if (now() - modified > REFRESH_AFTER_MS) await store.put(key, body);
+        return;
+      }
       if (attempt >= attempts) throw error;
       await sleep(Math.round(Math.random() * 10 * 2 ** attempt));
     }

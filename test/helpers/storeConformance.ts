@@ -60,6 +60,16 @@ export function describeObjectStoreConformance(name: string, make: () => Promise
       expect((await store.head(k)).size).toBe(7);
     });
 
+    it('tells when an object was written (S3 Last-Modified: whole seconds)', async () => {
+      const k = key('aged');
+      const before = Date.now();
+      await store.put(k, Buffer.from('x'));
+      const after = Date.now();
+      const { modified } = await store.head(k);
+      expect(modified).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);
+      expect(modified).toBeLessThanOrEqual(after + 1000);
+    });
+
     it('gives different etags to different contents of one key', async () => {
       const k = key('b');
       const first = await store.put(k, Buffer.from('one'));

@@ -38,6 +38,8 @@ describe('loadConfig', () => {
       presence: { kind: 'local' },
       leaseTtlMs: 60_000,
       idleEvictMs: 30 * 60_000,
+      clockSkewMs: 0,
+      sweepRetentionMs: 86_400_000,
       checkpointEveryEntries: 100,
       checkpointEveryBytes: 64 * 1024 ** 2,
       route: null,
@@ -119,6 +121,16 @@ describe('loadConfig', () => {
     const error = configError({ NARWAL_STORE_FAULTS: 'put409=2' });
     expect(error.code).toBe('ConfigError');
     expect(error.message).toMatch(/^NARWAL_STORE_FAULTS: invalid fault rule "put409=2"/);
+  });
+
+  it('parses NARWAL_CLOCK_SKEW_MS, negative values included', () => {
+    expect(loadConfig({}).clockSkewMs).toBe(0);
+    expect(loadConfig({ NARWAL_CLOCK_SKEW_MS: '-45000' }).clockSkewMs).toBe(-45_000);
+    expect(loadConfig({ NARWAL_CLOCK_SKEW_MS: '+90000' }).clockSkewMs).toBe(90_000);
+    expect(configError({ NARWAL_CLOCK_SKEW_MS: '1.5' }).message).toMatch(/^NARWAL_CLOCK_SKEW_MS must be/);
+    expect(configError({ NARWAL_CLOCK_SKEW_MS: '-3600001' }).message).toMatch(
+      /^NARWAL_CLOCK_SKEW_MS must be/,
+    );
   });
 
   it('refuses an unknown NARWAL_STORE', () => {

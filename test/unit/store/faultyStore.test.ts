@@ -74,4 +74,23 @@ describe('FaultyObjectStore', () => {
       await expect(store.put('k', Buffer.from('x'))).rejects.toMatchObject({ code: 'StoreUnavailable' });
       await expect(inner.get('k')).rejects.toMatchObject({ code: 'NotFound' });
     }));
+
+  it('reports each injected fault and nothing else', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'narwal-faulty-'));
+    const seen: string[] = [];
+    const rolls = [0.9, 0.1];
+    const store = new FaultyObjectStore(new FsObjectStore(root), {
+      latencyMs: 0,
+      faults: parseFaultSpec('put503=0.5'),
+      random: () => rolls.shift() ?? 1,
+      onFault: (fault, key) => seen.push(`${fault.op}${fault.kind} ${key}`),
+    });
+    try {
+      await store.put('first', Buffer.from('x'));
+      await expect(store.put('second', Buffer.from('x'))).rejects.toMatchObject({ code: 'StoreUnavailable' });
+      expect(seen).toEqual(['put503 second']);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,0 +1,200 @@
+/**
+ * The orphan sweep: deletes store objects under `repos/` that no index names and that are older
+ * than a retention window (DESIGN.md invariant 2).
+ *
+ * Orphans are what a push leaves when it stores its packs and entry (create-only, before the CAS)
+ * and then never publishes them: a lost race it gave up on, a refusal after the upload, a node
+ * killed between upload and CAS. Also tables that compaction or a checkpoint replaced, and the
+ * objects of a checkpoint a newer one overtook.
+ *
+ * What an index names: itself; its ref tables; every page of its log and every item in them and in
+ * its tail (entry objects and their packs, checkpoint pointers with their tables, packs and
+ * bitmaps); its checkpoint pointers. An item is never removed from the log, so an object named once
+ * stays named, with one exception: tables, which compaction replaces.
+ *
+ * Why the window makes this safe while pushes run:
+ * - a push writes its objects before its CAS, so anything younger than the window is kept;
+ * - a writer that finds an object already stored and older than REFRESH_AFTER_MS rewrites it before
+ *   naming it (putImmutable), so an old orphan about to be named again is young again;
+ * - pages are named by position: a page whose items are all published is kept even before an index
+ *   names it, since every writer writes the same page;
+ * - a replaced table may be old while a reader that loaded the index before the replacement still
+ *   reads it, so unnamed tables go only when every table the index names is older than the window
+ *   (each change of the table stack installs a table written just before its CAS).
+ * The window must therefore be longer than REFRESH_AFTER_MS plus the longest push or read; the
+ * default is 24 hours.
+ */
+import { isStoreError } from '../store/errors.js';
+import type { ObjectStore } from '../store/ObjectStore.js';
+import { mapLimit } from '../util/mapLimit.js';
+import { incarnationId, indexKey, packKey, pageKey, REPOS_PREFIX, repoPrefix } from './keys.js';
+import type { CheckpointPointer, LogItem, RepoIndex } from './types.js';
+import { PAGE_SIZE } from './types.js';
+import type { Wal } from './Wal.js';
+
+export const DEFAULT_RETENTION_MS = 24 * 60 * 60_000;
+
+export interface SweepOptions {
+  /** Unnamed objects younger than this are kept. */
+  readonly retentionMs: number;
+  /** Report what would be deleted, delete nothing. */
+  readonly dryRun: boolean;
+  readonly now?: () => number;
+  /** Called for each orphan found (deleted, or to be deleted on a dry run). */
+  readonly onOrphan?: (key: string, ageMs: number) => void;
+}
+
+export interface RepoSweep {
+  readonly repo: string;
+  /** Objects the index names (including pages named by position). */
+  readonly named: number;
+  /** Unnamed objects older than the window: deleted, or listed on a dry run. */
+  readonly orphans: number;
+  /** Unnamed objects kept because they are younger than the window (or tables kept by the rule above). */
+  readonly young: number;
+  /** Objects the index names that are missing from the store: a damaged log, never expected. */
+  readonly missing: readonly string[];
+}
+
+export interface SweepReport {
+  readonly repos: readonly RepoSweep[];
+  readonly orphans: number;
+  readonly deleted: number;
+  readonly young: number;
+  /** Keys under `repos/` that fit no known layout: never deleted. */
+  readonly unknown: readonly string[];
+}
+
+const KINDS = new Set(['index.json', 'entries', 'tables', 'log', 'checkpoints', 'packs']);
+
+/** Every key `loaded` names in its repository (see the module comment). */
+export async function namedKeys(wal: Wal, index: RepoIndex): Promise<Set<string>> {
+  const repo = index.repo;
+  const named = new Set<string>([indexKey(repo)]);
+  const pointer = (p: CheckpointPointer | null | undefined) => {
+    if (!p) return;
+    named.add(p.key);
+    named.add(p.table);
+    for (const pack of p.packs)
+      for (const ext of ['pack', 'idx', 'bitmap'] as const) named.add(packKey(repo, pack, ext));
+  };
+  const item = (i: LogItem) => {
+    named.add(i.key);
+    for (const pack of i.packs)
+      for (const ext of ['pack', 'idx', 'bitmap'] as const) named.add(packKey(repo, pack, ext));
+    pointer(i.checkpoint);
+  };
+  for (const t of index.tables) named.add(t.key);
+  pointer(index.checkpoint);
+  pointer(index.pagedCheckpoint);
+  // Pages of every full block of published items: named by position, before or after the index says so.
+  for (let page = 0; page < Math.floor(index.seq / PAGE_SIZE); page++)
+    named.add(pageKey(repo, index.created, page));
+  for (const i of await wal.itemsAfter(index, 0)) item(i);
+  return named;
+}
+
+/** The repository a key under `repos/` belongs to, or null when it fits no known layout. */
+export function repoOfKey(key: string): string | null {
+  if (!key.startsWith(REPOS_PREFIX)) return null;
+  const parts = key.slice(REPOS_PREFIX.length).split('/');
+  for (const segments of [1, 2]) {
+    const name = parts.slice(0, segments).join('/');
+    const kind = parts[segments];
+    if (name.endsWith('.git') && kind !== undefined && KINDS.has(kind)) return name.slice(0, -'.git'.length);
+  }
+  return null;
+}
+
+export async function sweepOrphans(wal: Wal, options: SweepOptions): Promise<SweepReport> {
+  const now = options.now ?? Date.now;
+  const byRepo = new Map<string, string[]>();
+  const unknown: string[] = [];
+  for await (const key of listAll(wal.store, REPOS_PREFIX)) {
+    const repo = repoOfKey(key);
+    if (repo === null) unknown.push(key);
+    else byRepo.set(repo, [...(byRepo.get(repo) ?? []), key]);
+  }
+  const repos: RepoSweep[] = [];
+  let deleted = 0;
+  for (const [repo, keys] of byRepo) {
+    const result = await sweepRepo(wal, repo, keys, options, now);
+    repos.push(result.sweep);
+    deleted += result.deleted;
+  }
+  return {
+    repos,
+    orphans: repos.reduce((n, r) => n + r.orphans, 0),
+    deleted,
+    young: repos.reduce((n, r) => n + r.young, 0),
+    unknown,
+  };
+}
+
+async function sweepRepo(
+  wal: Wal,
+  repo: string,
+  keys: readonly string[],
+  options: SweepOptions,
+  now: () => number,
+): Promise<{ sweep: RepoSweep; deleted: number }> {
+  // A fresh read: an index this process cached may be older than what another node published.
+  const loaded = await wal.readIndexFully(repo);
+  const named = loaded ? await namedKeys(wal, loaded.index) : new Set<string>();
+  const present = new Set(keys);
+  const missing = [...named].filter((k) => !present.has(k) && !k.endsWith('.bitmap'));
+  // Pages of another incarnation, entries, packs, checkpoints: gone for good once unnamed.
+  const incarnation = loaded ? incarnationId(loaded.index.created) : null;
+  const candidates = keys.filter((k) => !named.has(k) && !isCurrentPage(repo, k, incarnation));
+  const ages = await mapLimit(candidates, 16, async (key) => ({
+    key,
+    age: await ageOf(wal.store, key, now),
+  }));
+  const tablesSettled =
+    loaded === null ||
+    (await mapLimit(loaded.index.tables, 16, async (t) => ageOf(wal.store, t.key, now))).every(
+      (age) => age === null || age > options.retentionMs,
+    );
+  let orphans = 0;
+  let young = 0;
+  let deleted = 0;
+  for (const { key, age } of ages) {
+    if (age === null) continue; // deleted meanwhile
+    const isTable = key.startsWith(`${repoPrefix(repo)}tables/`);
+    if (age <= options.retentionMs || (isTable && !tablesSettled)) {
+      young++;
+      continue;
+    }
+    orphans++;
+    options.onOrphan?.(key, age);
+    if (!options.dryRun) {
+      await wal.store.delete(key);
+      deleted++;
+    }
+  }
+  return { sweep: { repo, named: named.size, orphans, young, missing }, deleted };
+}
+
+/** A page of the current incarnation (kept: the module comment says why). */
+function isCurrentPage(repo: string, key: string, incarnation: string | null): boolean {
+  return incarnation !== null && key.startsWith(`${repoPrefix(repo)}log/${incarnation}/`);
+}
+
+async function ageOf(store: ObjectStore, key: string, now: () => number): Promise<number | null> {
+  try {
+    return now() - (await store.head(key)).modified;
+  } catch (error) {
+    if (isStoreError(error, 'NotFound')) return null;
+    throw error;
+  }
+}
+
+async function* listAll(store: ObjectStore, prefix: string): AsyncGenerator<string> {
+  let startAfter: string | undefined;
+  for (;;) {
+    const page = await store.list(prefix, startAfter === undefined ? {} : { startAfter });
+    yield* page.keys;
+    if (page.next === undefined) return;
+    startAfter = page.next;
+  }
+}

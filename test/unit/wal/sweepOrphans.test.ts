@@ -1,0 +1,156 @@
+import { utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
+import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
+import { packKey } from '../../../lib/wal/keys.js';
+import { Publisher } from '../../../lib/wal/Publisher.js';
+import { putImmutable, REFRESH_AFTER_MS } from '../../../lib/wal/putImmutable.js';
+import { namedKeys, repoOfKey, sweepOrphans } from '../../../lib/wal/sweepOrphans.js';
+import { Wal } from '../../../lib/wal/Wal.js';
+import { CountingStore, cmd, fsStore, oid, push, useTempRoots, ZERO_OID } from './walHelpers.js';
+
+const REPO = 'team/app';
+const HOUR = 3_600_000;
+
+async function listAll(store: ObjectStore): Promise<string[]> {
+  const keys: string[] = [];
+  let startAfter: string | undefined;
+  do {
+    const page = await store.list('', startAfter ? { startAfter } : {});
+    keys.push(...page.keys);
+    startAfter = page.next;
+  } while (startAfter);
+  return keys;
+}
+
+describe('sweepOrphans', () => {
+  const tempRoot = useTempRoots();
+
+  /** A repository with published pushes (packs and a table stack) and the orphans of a failed push. */
+  async function setup() {
+    const root = await tempRoot();
+    const store = new FsObjectStore(root);
+    const wal = new Wal(store);
+    await wal.createRepo(REPO, { public: false });
+    // A tiny bound, so that ref rows move into tables and compaction replaces some.
+    const publisher = new Publisher(wal, { policy: { maxRecentRows: 2, geometricFactor: 2 } });
+    for (let i = 1; i <= 40; i++) {
+      const pack = `pack-${String(i).padStart(40, '0')}`;
+      await store.put(packKey(REPO, pack, 'pack'), Buffer.from(`pack ${i}`));
+      await store.put(packKey(REPO, pack, 'idx'), Buffer.from(`idx ${i}`));
+      await publisher.publish({ ...push(REPO, [cmd(`refs/heads/b${i}`, ZERO_OID, oid(i))]), packs: [pack] });
+    }
+    // What a push killed between upload and CAS leaves behind.
+    const orphans = [
+      packKey(REPO, `pack-${'f'.repeat(40)}`, 'pack'),
+      packKey(REPO, `pack-${'f'.repeat(40)}`, 'idx'),
+      `repos/${REPO}.git/entries/${'e'.repeat(64)}.json`,
+    ];
+    for (const key of orphans) await store.put(key, Buffer.from('orphan'));
+    await store.put('auth/tokens/0123456789abcdef.json', Buffer.from('{}'));
+    return { root, store, wal, orphans };
+  }
+
+  it('deletes only old objects no index names, and everything named still reads', async () => {
+    const { store, wal, orphans } = await setup();
+    const loaded = await wal.readIndexFully(REPO);
+    if (!loaded) throw new Error('repository missing');
+    const named = await namedKeys(wal, loaded.index);
+    const before = await listAll(store);
+    const unnamed = before.filter((k) => k.startsWith('repos/') && !named.has(k));
+    // The orphans, plus tables that compaction replaced.
+    expect(unnamed).toEqual(expect.arrayContaining(orphans));
+    expect(unnamed.filter((k) => !orphans.includes(k)).every((k) => k.includes('/tables/'))).toBe(true);
+    expect(unnamed.length).toBeGreaterThan(orphans.length);
+
+    const report = await sweepOrphans(wal, {
+      retentionMs: HOUR,
+      dryRun: false,
+      now: () => Date.now() + 2 * HOUR,
+    });
+    expect(report.deleted).toBe(unnamed.length);
+    expect(report.unknown).toEqual([]);
+    expect(report.repos.map((r) => r.missing)).toEqual([[]]);
+    const after = await listAll(store);
+    expect(after.sort()).toEqual(before.filter((k) => !unnamed.includes(k)).sort());
+    expect(after).toContain('auth/tokens/0123456789abcdef.json');
+
+    // A fresh process reads every ref and item from what is left.
+    const fresh = new Wal(store);
+    const reread = await fresh.readIndexFully(REPO);
+    if (!reread) throw new Error('repository missing');
+    expect((await fresh.allRefs(reread.index)).size).toBe(40);
+    expect(await fresh.itemsAfter(reread.index, 0)).toHaveLength(40);
+  });
+
+  it('keeps unnamed objects younger than the window, and a dry run deletes nothing', async () => {
+    const { store, wal, orphans } = await setup();
+    const before = await listAll(store);
+    const young = await sweepOrphans(wal, { retentionMs: HOUR, dryRun: false });
+    expect(young.deleted).toBe(0);
+    expect(young.young).toBeGreaterThanOrEqual(orphans.length);
+    const seen: string[] = [];
+    const dry = await sweepOrphans(wal, {
+      retentionMs: HOUR,
+      dryRun: true,
+      now: () => Date.now() + 2 * HOUR,
+      onOrphan: (key) => seen.push(key),
+    });
+    expect(dry.deleted).toBe(0);
+    expect(dry.orphans).toBeGreaterThanOrEqual(orphans.length);
+    expect(seen).toEqual(expect.arrayContaining(orphans));
+    expect((await listAll(store)).sort()).toEqual(before.sort());
+  });
+
+  it('keeps replaced tables while a table the index names is young', async () => {
+    const { root, wal, orphans } = await setup();
+    // Everything was written three hours ago...
+    const past = new Date(Date.now() - 3 * HOUR);
+    for (const key of await listAll(wal.store))
+      await utimes(join(root, 'objects', ...key.split('/')), past, past);
+    // ...then pushes install new tables, replacing some: a reader may still hold an index naming them.
+    const publisher = new Publisher(wal, { policy: { maxRecentRows: 2, geometricFactor: 2 } });
+    for (let i = 41; i <= 46; i++)
+      await publisher.publish(push(REPO, [cmd(`refs/heads/b${i}`, ZERO_OID, oid(i))]));
+    const seen: string[] = [];
+    const report = await sweepOrphans(wal, {
+      retentionMs: HOUR,
+      dryRun: false,
+      onOrphan: (key) => seen.push(key),
+    });
+    expect(seen.sort()).toEqual([...orphans].sort());
+    expect(report.young).toBeGreaterThan(0);
+  });
+
+  it('names keys by repository and leaves keys of no known layout alone', () => {
+    expect(repoOfKey('repos/app.git/index.json')).toBe('app');
+    expect(repoOfKey('repos/team/app.git/packs/pack-1.pack')).toBe('team/app');
+    expect(repoOfKey('repos/team/app.git/log/abc/0000000000.json')).toBe('team/app');
+    expect(repoOfKey('repos/team/app.git/other/x')).toBeNull();
+    expect(repoOfKey('auth/tokens/x.json')).toBeNull();
+  });
+
+  it('reports objects the log names but the store lacks', async () => {
+    const { store, wal } = await setup();
+    const loaded = await wal.readIndexFully(REPO);
+    const first = loaded?.index.tail[loaded.index.tail.length - 1];
+    if (!first) throw new Error('no item');
+    await store.delete(first.key);
+    const report = await sweepOrphans(wal, { retentionMs: HOUR, dryRun: true });
+    expect(report.repos[0]?.missing).toEqual([first.key]);
+  });
+});
+
+describe('putImmutable', () => {
+  const tempRoot = useTempRoots();
+
+  it('renews an old object it finds already stored, and leaves a recent one alone', async () => {
+    const store = new CountingStore(await fsStore(tempRoot));
+    await putImmutable(store, 'k', Buffer.from('same'));
+    await putImmutable(store, 'k', Buffer.from('same'));
+    expect(store.puts.map((p) => p.options?.ifNoneMatch ?? 'plain')).toEqual(['*', '*']);
+    await putImmutable(store, 'k', Buffer.from('same'), 6, () => Date.now() + REFRESH_AFTER_MS + 1000);
+    expect(store.puts.map((p) => p.options?.ifNoneMatch ?? 'plain')).toEqual(['*', '*', '*', 'plain']);
+  });
+});
