@@ -11,6 +11,7 @@ import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
 import { Checkpointer } from './cache/Checkpointer.js';
 import { cachedRepositories, type SweepResult, sweepCache } from './cache/evict.js';
+import { multiPackIndexer } from './cache/multiPackIndex.js';
 import { claimNodeDir } from './cache/nodeDir.js';
 import { inProcessPrewarm, type PrewarmTrigger, type PrewarmWork } from './cache/prewarmTrigger.js';
 import { RepoCache } from './cache/RepoCache.js';
@@ -145,11 +146,17 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
   const presence = await createPresence(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
-  const cache = new RepoCache({ root: config.cacheDir, wal, leases, logger });
   const git = new GitRunner({
     budget: new GitBudget(config.gitChildren, config.gitQueueMs),
     home,
     ...(trace ? { trace2Dir: trace.gitDir } : {}),
+  });
+  const cache: RepoCache = new RepoCache({
+    root: config.cacheDir,
+    wal,
+    leases,
+    logger,
+    indexPacks: multiPackIndexer({ git, gitDir: () => cache.emptyRepo(), logger }),
   });
   const checkpointer = new Checkpointer({
     wal,

@@ -21,7 +21,7 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { access, link, mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Busy } from '../git/GitBudget.js';
 import { checkpointAt, checkSeq, refsAt } from '../history/stateAt.js';
@@ -43,6 +43,7 @@ import {
   pastGenerationName,
 } from './layout.js';
 import { type Held, type LeaseOptions, takeLease, tryWriterLock, waitForWriter } from './leases.js';
+import type { PackIndexer } from './multiPackIndex.js';
 import { writePackedRefs } from './packedRefs.js';
 
 /** A generation a reader may use until it releases it. */
@@ -82,6 +83,8 @@ export interface RepoCacheOptions {
   readonly downloadConcurrency?: number;
   /** How long to wait for another invocation's build before giving up. */
   readonly buildWaitMs?: number;
+  /** Told when packs were added to an object store (keeps its multi-pack-index current). */
+  readonly indexPacks?: PackIndexer;
 }
 
 /** Replaying up to this many entries on top of a complete generation beats downloading a checkpoint. */
@@ -97,6 +100,7 @@ export class RepoCache {
   readonly #logger: Logger;
   readonly #downloads: number;
   readonly #buildWaitMs: number;
+  readonly #indexPacks: PackIndexer;
   readonly #mutex = new KeyedMutex();
 
   constructor(options: RepoCacheOptions) {
@@ -107,6 +111,7 @@ export class RepoCache {
     this.#logger = options.logger;
     this.#downloads = options.downloadConcurrency ?? 16;
     this.#buildWaitMs = options.buildWaitMs ?? 120_000;
+    this.#indexPacks = options.indexPacks ?? (() => {});
   }
 
   /** The state of the current index `loaded`. */
@@ -185,6 +190,7 @@ export class RepoCache {
       if (p.bitmapPath) await linkIfMissing(p.bitmapPath, join(pack, `${p.name}.bitmap`)).catch(() => {});
       await linkIfMissing(p.idxPath, join(pack, `${p.name}.idx`));
     }
+    this.#indexPacks(dirname(pack));
   }
 
   /** An empty repository, for advertising refs of a repository that does not exist yet. */
@@ -309,6 +315,7 @@ export class RepoCache {
     }
     const [items] = await Promise.all([target.itemsAfter(from), this.#ensureRefs(target)]);
     await this.#replay(target.repo, objects, items, progress);
+    this.#indexPacks(objects);
     await writeFile(join(this.#dir(target), COMPLETE), '');
     const ms = Math.round(performance.now() - started);
     if (items.length > 0 || checkpoint?.seq === from)
