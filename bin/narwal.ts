@@ -5,6 +5,7 @@
  */
 import { checkpoint } from './commands/checkpoint.js';
 import { type ExitCode, UsageError } from './commands/context.js';
+import { doctor } from './commands/doctor.js';
 import { events } from './commands/events.js';
 import { diff, rewind, show, who } from './commands/history.js';
 import { log } from './commands/log.js';
@@ -30,6 +31,8 @@ commands:
   sweep [--dry-run] [--retention-ms N] [--verbose]
                                              delete store objects no index names, older than
                                              NARWAL_SWEEP_RETENTION_MS (default 24 h)
+  doctor [--store-only]                      check that the store and presence table honour
+                                             conditional writes (exit 1 when they do not)
   protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
                                              protected-ref rules (patterns: refs/heads/main, refs/heads/release/*)
   events replay REPO --from SEQ [--to DEST]...  deliver the events of a repository again from SEQ
@@ -56,6 +59,8 @@ async function main(argv: string[]): Promise<ExitCode> {
       return checkpoint(rest);
     case 'sweep':
       return sweep(rest);
+    case 'doctor':
+      return doctor(rest);
     case 'who':
       return who(rest);
     case 'show':

@@ -7,6 +7,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkPresence } from '../../lib/doctor/checkBackends.js';
 import { DynamoPresenceStore, presenceTableDefinition } from '../../lib/presence/DynamoPresenceStore.js';
 import { PresenceUnavailable } from '../../lib/presence/PresenceStore.js';
 import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamoLocal.js';
@@ -55,6 +56,12 @@ describePresenceConformance('DynamoDB (DynamoDB Local)', async (now) => ({
 }));
 
 describe('DynamoPresenceStore on DynamoDB Local', () => {
+  it('passes every check of narwal doctor', async () => {
+    const checks = await checkPresence(new DynamoPresenceStore({ client: connected(), table: TABLE }));
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(checks.map((c) => c.name)).toContain('a second create of a live record is refused');
+  });
+
   it('creates the table it expects, on demand', async () => {
     const { Table } = await connected().send(new DescribeTableCommand({ TableName: TABLE }));
     expect(Table?.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST');

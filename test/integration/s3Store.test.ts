@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { CreateBucketCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkStore } from '../../lib/doctor/checkBackends.js';
 import { S3ObjectStore } from '../../lib/store/S3ObjectStore.js';
 import { type RgwEndpoint, startRgw } from '../helpers/rgw.js';
 import { describeObjectStoreConformance } from '../helpers/storeConformance.js';
@@ -52,6 +53,15 @@ describeObjectStoreConformance('s3 (Ceph RGW)', async () => {
 });
 
 describe('S3ObjectStore on Ceph RGW', () => {
+  it('passes every check of narwal doctor, leaving nothing behind', async () => {
+    const client = makeClient();
+    const store = new S3ObjectStore({ client, bucket: await makeBucket(client) });
+    const checks = await checkStore(store);
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    expect(checks.length).toBeGreaterThanOrEqual(6);
+    expect((await store.list('')).keys).toEqual([]);
+  });
+
   it('stores under its prefix and hands out the ETag header exactly as S3 sent it', async () => {
     const client = makeClient();
     const bucket = await makeBucket(client);
