@@ -152,14 +152,7 @@ async function lsRefs(
   request: Buffer,
   protocol: string | undefined,
 ): Promise<CoreResponse> {
-  const child = await spawnReleasing(
-    deps.git,
-    generation,
-    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
-    { env: gitProtocolEnv(protocol) },
-  );
-  const exit = childExit(child);
-  void exit.then(() => generation.release());
+  const { child, exit } = await spawnUploadPack(deps, generation, protocol);
   child.stdin?.on('error', () => {});
   child.stdin?.end(request);
   const refs = await checkedRefs(child, exit, generation, 'upload-pack');
@@ -218,13 +211,7 @@ export async function uploadPack(
       await generation.release();
       return;
     }
-    const child = await spawnReleasing(
-      deps.git,
-      generation,
-      [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
-      { env: gitProtocolEnv(protocol) },
-    );
-    void childExit(child).then(() => generation.release());
+    const { child } = await spawnUploadPack(deps, generation, protocol);
     progress.body.once('close', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     });
@@ -253,14 +240,7 @@ async function startUploadPack(
   body: Readable,
   protocol: string | undefined,
 ): Promise<CoreResponse> {
-  const child = await spawnReleasing(
-    deps.git,
-    generation,
-    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
-    { env: gitProtocolEnv(protocol) },
-  );
-  const exit = childExit(child);
-  void exit.then(() => generation.release());
+  const { child, exit } = await spawnUploadPack(deps, generation, protocol);
   let inputError: Error | undefined;
   onBodyError(body, (error) => {
     inputError ??= error;
@@ -379,6 +359,23 @@ async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIn
     if (loaded === null) throw new HttpError(409, `narwal: repository ${repo} is being created; retry`);
     return loaded;
   }
+}
+
+/** Starts upload-pack on a leased generation; the lease goes when git exits. */
+async function spawnUploadPack(
+  deps: GitRouteDeps,
+  generation: Generation,
+  protocol: string | undefined,
+): Promise<{ child: ChildProcess; exit: Promise<ChildExit> }> {
+  const child = await spawnReleasing(
+    deps.git,
+    generation,
+    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
+    { env: gitProtocolEnv(protocol) },
+  );
+  const exit = childExit(child);
+  void exit.then(() => generation.release());
+  return { child, exit };
 }
 
 /** Spawns git for a leased generation, giving the lease back if git cannot even start. */
