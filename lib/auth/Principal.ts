@@ -3,6 +3,7 @@
  * `team/*` (one path segment), `**` (any repository: a global grant), or an exact name. Scopes
  * nest: `admin` includes `write`, which includes `read`.
  */
+import { matchesGlob } from '../util/globPattern.js';
 export type Scope = 'read' | 'write' | 'admin';
 
 export const SCOPES: readonly Scope[] = ['read', 'write', 'admin'];
@@ -51,16 +52,7 @@ export function parseScope(raw: string): Scope {
 }
 
 export function matchesRepo(pattern: string, repo: string): boolean {
-  const source = pattern
-    .split('**')
-    .map((part) =>
-      part
-        .split('*')
-        .map((literal) => literal.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-        .join('[^/]*'),
-    )
-    .join('.*');
-  return new RegExp(`^${source}$`).test(repo);
+  return matchesGlob(pattern, repo);
 }
 
 /** Whether one scope includes another (admin includes write includes read). */

@@ -3,6 +3,8 @@
  * any run of characters except `/`), `refs/tags/**` (`**` also crosses `/`), or a prefix ending
  * in `/` (`refs/heads/` is every branch).
  */
+import { globRegExp } from '../util/globPattern.js';
+
 export class InvalidRefPattern extends Error {
   readonly code = 'InvalidRefPattern';
 }
@@ -14,15 +16,6 @@ export function refMatcher(pattern: string): (ref: string) => boolean {
     );
   if (pattern.endsWith('/') && !pattern.includes('*')) return (ref) => ref.startsWith(pattern);
   if (!pattern.includes('*')) return (ref) => ref === pattern;
-  const source = pattern
-    .split('**')
-    .map((part) =>
-      part
-        .split('*')
-        .map((s) => s.replace(/[.+^${}()|/]/g, '\\$&'))
-        .join('[^/]*'),
-    )
-    .join('.*');
-  const regex = new RegExp(`^${source}$`);
+  const regex = globRegExp(pattern);
   return (ref) => regex.test(ref);
 }

@@ -12,6 +12,7 @@
  *   several matching rules a token must be named by each of them.
  */
 import { refNameProblem } from '../protocol/refName.js';
+import { matchesGlob } from '../util/globPattern.js';
 
 export interface ProtectionRule {
   readonly pattern: string;
@@ -101,27 +102,9 @@ export function checkRuleSet(rules: ProtectionRule[]): ProtectionRule[] {
   return rules;
 }
 
-const compiled = new Map<string, RegExp>();
-
 /** Whether `ref` matches `pattern` (exact, `*` within one segment, `**` across segments). */
 export function matchesRef(pattern: string, ref: string): boolean {
-  if (!pattern.includes('*')) return pattern === ref;
-  let regex = compiled.get(pattern);
-  if (regex === undefined) {
-    const source = pattern
-      .split('**')
-      .map((part) =>
-        part
-          .split('*')
-          .map((literal) => literal.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-          .join('[^/]*'),
-      )
-      .join('.*');
-    regex = new RegExp(`^${source}$`, 's');
-    if (compiled.size > 10_000) compiled.clear();
-    compiled.set(pattern, regex);
-  }
-  return regex.test(ref);
+  return matchesGlob(pattern, ref);
 }
 
 export interface RefChange {
