@@ -339,5 +339,7 @@ function refusalFor(error: unknown): string {
   }
   if (isStoreError(error))
     return 'narwal: storage busy or unavailable, the push was not recorded; retry the push';
+  // A refusal meant for the client (e.g. the repository is still being created) keeps its words.
+  if (error instanceof HttpError && error.status < 500) return error.message;
   return 'narwal: internal error, the push was not recorded; retry the push';
 }

@@ -112,15 +112,22 @@ export class Wal {
         this.remember(repo, loaded);
         return loaded;
       } catch (error) {
-        if (isStoreError(error, 'PreconditionFailed')) throw new RepoExists(repo);
-        if (!isStoreError(error, 'ConditionalConflict') && !isStoreError(error, 'StoreUnavailable'))
+        const refused = isStoreError(error, 'PreconditionFailed');
+        if (
+          !refused &&
+          !isStoreError(error, 'ConditionalConflict') &&
+          !isStoreError(error, 'StoreUnavailable')
+        )
           throw error;
         const existing = await this.readIndexFully(repo);
         if (existing !== null) {
-          if (existing.index.created === index.created && existing.index.seq === 0) return existing;
+          if (!refused && existing.index.created === index.created && existing.index.seq === 0)
+            return existing;
           throw new RepoExists(repo);
         }
-        if (attempt >= 5) throw error;
+        // Refused, yet nothing is there: the index was deleted in between, or the store's answer
+        // was wrong. Either way the create has not happened, so it is tried again.
+        if (attempt >= 5) throw refused ? new RepoExists(repo) : error;
         await sleep(Math.round(Math.random() * 20 * 2 ** attempt));
       }
     }

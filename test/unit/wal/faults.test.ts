@@ -6,7 +6,7 @@ import { parseFaultSpec } from '../../../lib/store/faultSpec.js';
 import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
 import { OutcomeUnknown, Publisher, type PublishResult, type PushJob } from '../../../lib/wal/Publisher.js';
 import type { LogItem, RefValue } from '../../../lib/wal/types.js';
-import { applyUpdates, Wal } from '../../../lib/wal/Wal.js';
+import { applyUpdates, RepoExists, Wal } from '../../../lib/wal/Wal.js';
 import {
   CountingStore,
   cmd,
@@ -220,5 +220,15 @@ describe('Publisher under injected index faults', () => {
     const loaded = await new Wal(inner).readIndex(REPO);
     expect(loaded?.index.seq).toBe(0);
     expect((await inner.head(INDEX)).etag).toBe(loaded?.etag);
+  });
+
+  it('creates the repository when a create-only put is refused but nothing is there', async () => {
+    // The first put hears 412 without taking effect (the rule set is put412 only), the retry lands.
+    const inner = new FsObjectStore(await tempRoot());
+    const store = faultyIndexStore(inner, 'put412=0.5', scriptedFaults(1, [0, null]));
+    const created = await new Wal(store).createRepo(REPO, { public: false });
+    expect(created.index.seq).toBe(0);
+    expect((await new Wal(inner).readIndex(REPO))?.etag).toBe(created.etag);
+    await expect(new Wal(inner).createRepo(REPO, { public: false })).rejects.toBeInstanceOf(RepoExists);
   });
 });
