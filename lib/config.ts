@@ -2,6 +2,7 @@
  * All configuration comes from the environment (and CLI flags that override it) through this one
  * typed module, which fails fast with a message naming the variable.
  */
+import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { MIN_SECRET_LENGTH } from './auth/redact.js';
 import { type FaultRule, parseFaultSpec } from './store/faultSpec.js';
@@ -114,7 +115,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export function loadConfig(
   env: Env = process.env,
-  overrides: { port?: number; host?: string; dataDir?: string } = {},
+  overrides: { port?: number; host?: string; dataDir?: string; memoryBytes?: number } = {},
 ): Config {
   const dataDir = resolve(overrides.dataDir ?? optional(env, 'NARWAL_DATA') ?? '.narwal');
   const storeKind = optional(env, 'NARWAL_STORE') ?? 'fs';
@@ -210,13 +211,29 @@ export function loadConfig(
     headersTimeoutMs: integer(env, 'NARWAL_HEADERS_TIMEOUT_MS', 30_000, 100, 3_600_000),
     requestTimeoutMs: integer(env, 'NARWAL_REQUEST_TIMEOUT_MS', 15 * 60_000, 100, 24 * 3_600_000),
     bodyIdleMs: integer(env, 'NARWAL_BODY_IDLE_MS', 30_000, 100, 3_600_000),
-    gitChildren: integer(env, 'NARWAL_GIT_CHILDREN', 64, 1, 10_000),
+    gitChildren: integer(
+      env,
+      'NARWAL_GIT_CHILDREN',
+      gitChildrenFor(overrides.memoryBytes ?? totalmem()),
+      1,
+      10_000,
+    ),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
     packCache: flag(env, 'NARWAL_PACK_CACHE', true),
     quiet: flag(env, 'NARWAL_QUIET', false),
     traceDir: optionalPath(env, 'NARWAL_TRACE_DIR'),
   };
+}
+
+/**
+ * The default cap on git children, from the node's memory: a git child serving a clone of a
+ * mid-sized project peaks near 26 MiB, so 96 MiB a slot leaves room for larger ones. A 2 GiB pool
+ * instance runs 21, a 24 GiB machine 256; a burst of small pushes within that lands rather than
+ * being refused.
+ */
+export function gitChildrenFor(memoryBytes: number): number {
+  return Math.min(256, Math.max(8, Math.floor(memoryBytes / (96 * 1024 ** 2))));
 }
 
 function eventsConfig(env: Env): EventsConfig {

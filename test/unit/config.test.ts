@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../lib/config.js';
+import { ConfigError, gitChildrenFor, loadConfig } from '../../lib/config.js';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -13,9 +13,16 @@ function configError(env: Record<string, string>): ConfigError {
 }
 
 describe('loadConfig', () => {
+  it('caps git children by memory, between 8 and 256', () => {
+    expect(gitChildrenFor(512 * 1024 ** 2)).toBe(8);
+    expect(gitChildrenFor(2 * 1024 ** 3)).toBe(21);
+    expect(gitChildrenFor(24 * 1024 ** 3)).toBe(256);
+    expect(loadConfig({ NARWAL_GIT_CHILDREN: '3' }).gitChildren).toBe(3);
+  });
+
   it('has local defaults', () => {
     const data = join(process.cwd(), '.narwal');
-    expect(loadConfig({})).toEqual({
+    expect(loadConfig({}, { memoryBytes: 6 * 1024 ** 3 })).toEqual({
       host: '127.0.0.1',
       port: 8080,
       dataDir: data,
