@@ -51,8 +51,9 @@ export async function checkpointAt(
   const candidates: (CheckpointPointer | null)[] = [];
   let items: readonly LogItem[];
   if (seq > index.paged) {
+    // Past the last full page: at most three chunks and the tail, read in parallel.
     candidates.push(index.pagedCheckpoint);
-    items = index.tail;
+    items = await wal.itemsAfter(index, index.paged, seq);
   } else {
     const page = await wal.page(index, Math.floor((seq - 1) / PAGE_SIZE));
     candidates.push(page.before);

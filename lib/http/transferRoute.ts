@@ -24,6 +24,8 @@ export interface RouteInput {
   readonly index: RepoIndex | null;
   /** For a fetch: the log items after the index's checkpoint (all of them without one). */
   readonly itemsAfterCheckpoint: readonly Pick<LogItem, 'bytes'>[];
+  /** For a push: the newest log items (RECENT_PUSHES of them, or all when the log is shorter). */
+  readonly recentItems: readonly Pick<LogItem, 'updates' | 'bytes'>[];
   /** The client asked for the pool (see CLIENT_ROUTE_HEADER). */
   readonly clientAsked: boolean;
   readonly limits: RouteLimits;
@@ -56,7 +58,7 @@ export function decideTransferRoute(input: RouteInput): RouteDecision {
   }
   // The first push into a repository is usually an import of its whole history.
   if (index === null || index.seq === 0) return { target: 'pool', reason: 'push to an empty repository' };
-  const largest = largestRecentPush(index);
+  const largest = largestRecentPush(input.recentItems);
   return largest > limits.maxPushBytes
     ? {
         target: 'pool',
@@ -76,9 +78,9 @@ export function estimatePackBytes(index: RepoIndex, itemsAfterCheckpoint: readon
   );
 }
 
-/** The largest of the newest RECENT_PUSHES pushes still in the index tail. */
-export function largestRecentPush(index: RepoIndex): number {
-  const pushes = index.tail.filter((item) => item.updates.length > 0).slice(-RECENT_PUSHES);
+/** The largest of the newest RECENT_PUSHES pushes among `recentItems` (the newest log items). */
+export function largestRecentPush(recentItems: readonly Pick<LogItem, 'updates' | 'bytes'>[]): number {
+  const pushes = recentItems.filter((item) => item.updates.length > 0).slice(-RECENT_PUSHES);
   return pushes.reduce((max, item) => Math.max(max, item.bytes ?? 0), 0);
 }
 

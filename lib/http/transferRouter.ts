@@ -17,6 +17,7 @@ import {
   decideTransferRoute,
   parseClientRoute,
   poolLocation,
+  RECENT_PUSHES,
   type RouteLimits,
   type TransferService,
 } from './transferRoute.js';
@@ -44,14 +45,20 @@ export function createTransferRouter(deps: TransferRouterDeps): TransferRouter {
     // to the pool usually landed on the pool. A conditional GET, and a warm one for what follows.
     const loaded = await deps.wal.readIndex(repo);
     const index = loaded?.index ?? null;
+    const fetch = service === 'git-upload-pack';
+    // Pages, chunks and entries are immutable, so a warm node reads only what is new.
     const items =
-      index !== null && service === 'git-upload-pack' && asked === null
-        ? await deps.wal.itemsAfter(index, index.checkpoint?.seq ?? 0)
+      index !== null && asked === null
+        ? await deps.wal.itemsAfter(
+            index,
+            fetch ? (index.checkpoint?.seq ?? 0) : Math.max(0, index.seq - RECENT_PUSHES),
+          )
         : [];
     const decision = decideTransferRoute({
       service,
       index,
-      itemsAfterCheckpoint: items,
+      itemsAfterCheckpoint: fetch ? items : [],
+      recentItems: fetch ? [] : items,
       clientAsked: asked === 'pool',
       limits: deps.limits,
     });

@@ -8,12 +8,13 @@ import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { ImmutableCache } from './ImmutableCache.js';
-import { decodeIndex, decodeJson, emptyIndex, encodeJson } from './indexCodec.js';
-import { indexKey, pageKey } from './keys.js';
+import { decodeImmutable, decodeIndex, emptyIndex, encodeJson } from './indexCodec.js';
+import { chunkKey, indexKey, pageKey } from './keys.js';
 import { findRow, isTombstone, mergeRows, rowsToMap, rowValue } from './refRows.js';
 import type {
   EntryObject,
   LoadedIndex,
+  LogChunk,
   LogItem,
   LogPage,
   RefRow,
@@ -22,7 +23,7 @@ import type {
   RepoIndex,
   TablePointer,
 } from './types.js';
-import { PAGE_SIZE, ZERO_OID } from './types.js';
+import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE, ZERO_OID } from './types.js';
 
 export class RepoExists extends Error {
   readonly code = 'RepoExists';
@@ -189,37 +190,41 @@ export class Wal {
   async itemsAfter(index: RepoIndex, afterSeq: number, upTo = index.seq): Promise<LogItem[]> {
     const last = Math.min(upTo, index.seq);
     if (afterSeq >= last) return [];
+    const chunked = chunkedUpTo(index);
+    const [pages, chunks] = await Promise.all([
+      mapLimit(blocks(afterSeq, Math.min(last, index.paged), PAGE_SIZE), 32, (n) => this.page(index, n)),
+      mapLimit(blocks(Math.max(afterSeq, index.paged), Math.min(last, chunked), CHUNK_SIZE), 32, (n) =>
+        this.chunk(index, n),
+      ),
+    ]);
     const out: LogItem[] = [];
-    const pagedLast = Math.min(last, index.paged);
-    if (afterSeq < pagedLast) {
-      const first = Math.floor(afterSeq / PAGE_SIZE);
-      const end = Math.floor((pagedLast - 1) / PAGE_SIZE);
-      const numbers = Array.from({ length: end - first + 1 }, (_, i) => first + i);
-      const pages = await mapLimit(numbers, 32, (n) => this.page(index, n));
-      for (const page of pages) {
-        for (const item of page.items) if (item.seq > afterSeq && item.seq <= last) out.push(item);
-      }
+    for (const items of [...pages.map((p) => p.items), ...chunks.map((c) => c.items), index.tail]) {
+      for (const item of items) if (item.seq > afterSeq && item.seq <= last) out.push(item);
     }
-    for (const item of index.tail) if (item.seq > afterSeq && item.seq <= last) out.push(item);
     return out;
+  }
+
+  async chunk(index: Pick<RepoIndex, 'repo' | 'created'>, chunk: number): Promise<LogChunk> {
+    const key = chunkKey(index.repo, index.created, chunk);
+    return this.#immutable.get(key, async () => decodeImmutable<LogChunk>(key, await this.#body(key)));
   }
 
   async page(index: Pick<RepoIndex, 'repo' | 'created'>, page: number): Promise<LogPage> {
     const key = pageKey(index.repo, index.created, page);
-    return this.#immutable.get(key, async () => decodeJson<LogPage>(key, await this.#body(key)));
+    return this.#immutable.get(key, async () => decodeImmutable<LogPage>(key, await this.#body(key)));
   }
 
   async table(key: string): Promise<RefTable> {
-    return this.#immutable.get(key, async () => decodeJson<RefTable>(key, await this.#body(key)));
+    return this.#immutable.get(key, async () => decodeImmutable<RefTable>(key, await this.#body(key)));
   }
 
   /** The whole entry object of an item (every update, not just the first few). */
   async entry(key: string): Promise<EntryObject> {
-    return this.#immutable.get(key, async () => decodeJson<EntryObject>(key, await this.#body(key)));
+    return this.#immutable.get(key, async () => decodeImmutable<EntryObject>(key, await this.#body(key)));
   }
 
   /** Lets a writer seed the cache with an immutable object it just wrote. */
-  seed(key: string, value: RefTable | LogPage | EntryObject): void {
+  seed(key: string, value: RefTable | LogPage | LogChunk | EntryObject): void {
     this.#immutable.set(key, value);
   }
 
@@ -228,6 +233,14 @@ export class Wal {
     if (got.notModified) throw new NotFound(key);
     return got.body;
   }
+}
+
+/** The numbers of the blocks of `size` items that hold the seqs in (after, last]. */
+function blocks(after: number, last: number, size: number): number[] {
+  if (after >= last) return [];
+  const first = Math.floor(after / size);
+  const end = Math.floor((last - 1) / size);
+  return Array.from({ length: end - first + 1 }, (_, i) => first + i);
 }
 
 /** Applies an item's updates to a ref map (the item must show all of them). */

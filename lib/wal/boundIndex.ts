@@ -2,9 +2,10 @@
  * Keeps the index every push rewrites bounded, whatever the length of the log or the number of
  * refs, by moving published state out of it into immutable objects written before the CAS:
  *
- * - Full pages of published items go to `log/<incarnation>/<n>.json`. Their keys follow from their
- *   position and their content from published items only, so every writer writes the same page
- *   and a lost race leaves nothing wrong behind.
+ * - Full pages of published items go to `log/<incarnation>/<n>.json`, and until a page is full its
+ *   published items go by chunks of a quarter page to `log/<incarnation>/chunk-<n>.json`. Their
+ *   keys follow from their position and their content from published items only, so every writer
+ *   writes the same object and a lost race leaves nothing wrong behind.
  * - When the recent ref rows outgrow their bound they become a new table on top of the stack, and
  *   the tables above the bottom one are compacted geometrically (a table is merged into the one
  *   below while that one is at most twice its size, as reftable does), so the stack stays
@@ -14,12 +15,20 @@
  *   depends on the refs changed since the last checkpoint, never on how many refs there are.
  */
 import type { ObjectStore } from '../store/ObjectStore.js';
-import { encodeJson, sha256 } from './indexCodec.js';
-import { pageKey, tableKey } from './keys.js';
+import { encodeImmutable, encodeJson, sha256 } from './indexCodec.js';
+import { chunkKey, pageKey, tableKey } from './keys.js';
 import { putImmutable } from './putImmutable.js';
 import { mergeRows } from './refRows.js';
-import type { CheckpointPointer, LogPage, RefRow, RefTable, RepoIndex, TablePointer } from './types.js';
-import { PAGE_SIZE } from './types.js';
+import type {
+  CheckpointPointer,
+  LogChunk,
+  LogPage,
+  RefRow,
+  RefTable,
+  RepoIndex,
+  TablePointer,
+} from './types.js';
+import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE } from './types.js';
 import type { Wal } from './Wal.js';
 
 export interface IndexPolicy {
@@ -55,26 +64,67 @@ async function writePages(
   store: ObjectStore,
   publishedSeq: number,
   index: RepoIndex,
-): Promise<Pick<RepoIndex, 'paged' | 'pagedCheckpoint' | 'tail'>> {
-  const full = Math.floor(publishedSeq / PAGE_SIZE) * PAGE_SIZE;
-  if (full <= index.paged)
-    return { paged: index.paged, pagedCheckpoint: index.pagedCheckpoint, tail: index.tail };
+): Promise<Pick<RepoIndex, 'paged' | 'pagedCheckpoint' | 'chunked' | 'tail'>> {
+  const chunked = chunkedUpTo(index);
+  const fullChunks = Math.floor(publishedSeq / CHUNK_SIZE) * CHUNK_SIZE;
+  if (fullChunks <= chunked)
+    return { paged: index.paged, pagedCheckpoint: index.pagedCheckpoint, chunked, tail: index.tail };
+  const fullPages = Math.floor(publishedSeq / PAGE_SIZE) * PAGE_SIZE;
+  const [paged, written] = await Promise.all([
+    fullPages > index.paged
+      ? writeFullPages(wal, store, index, fullPages)
+      : { paged: index.paged, pagedCheckpoint: index.pagedCheckpoint },
+    writeChunks(wal, store, index, Math.max(chunked, fullPages), fullChunks),
+  ]);
+  return {
+    ...paged,
+    chunked: Math.max(written, paged.paged),
+    tail: index.tail.filter((i) => i.seq > fullChunks),
+  };
+}
+
+/** Writes the pages up to `full` from the chunks and tail that hold their items. */
+async function writeFullPages(
+  wal: Wal,
+  store: ObjectStore,
+  index: RepoIndex,
+  full: number,
+): Promise<Pick<RepoIndex, 'paged' | 'pagedCheckpoint'>> {
+  const items = await wal.itemsAfter(index, index.paged, full);
   let before = index.pagedCheckpoint;
   const pages: LogPage[] = [];
   for (let start = index.paged; start < full; start += PAGE_SIZE) {
-    const items = index.tail.filter((item) => item.seq > start && item.seq <= start + PAGE_SIZE);
-    if (items.length !== PAGE_SIZE) throw new Error(`log tail of ${index.repo} misses items of a full page`);
-    pages.push({ v: 1, page: start / PAGE_SIZE, before, items });
-    before = lastCheckpoint(items) ?? before;
+    const page = items.filter((item) => item.seq > start && item.seq <= start + PAGE_SIZE);
+    if (page.length !== PAGE_SIZE) throw new Error(`log of ${index.repo} misses items of a full page`);
+    pages.push({ v: 1, page: start / PAGE_SIZE, before, items: page });
+    before = lastCheckpoint(page) ?? before;
   }
   await Promise.all(
     pages.map(async (page) => {
       const key = pageKey(index.repo, index.created, page.page);
-      await putImmutable(store, key, encodeJson(page));
+      await putImmutable(store, key, await encodeImmutable(page));
       wal.seed(key, page);
     }),
   );
-  return { paged: full, pagedCheckpoint: before, tail: index.tail.filter((item) => item.seq > full) };
+  return { paged: full, pagedCheckpoint: before };
+}
+
+/** Writes the chunks of the tail's items in (from, to] and returns `to` (both chunk boundaries). */
+async function writeChunks(wal: Wal, store: ObjectStore, index: RepoIndex, from: number, to: number) {
+  const chunks: LogChunk[] = [];
+  for (let start = from; start < to; start += CHUNK_SIZE) {
+    const items = index.tail.filter((item) => item.seq > start && item.seq <= start + CHUNK_SIZE);
+    if (items.length !== CHUNK_SIZE) throw new Error(`log tail of ${index.repo} misses items of a chunk`);
+    chunks.push({ v: 1, chunk: start / CHUNK_SIZE, items });
+  }
+  await Promise.all(
+    chunks.map(async (chunk) => {
+      const key = chunkKey(index.repo, index.created, chunk.chunk);
+      await putImmutable(store, key, await encodeImmutable(chunk));
+      wal.seed(key, chunk);
+    }),
+  );
+  return to;
 }
 
 function lastCheckpoint(items: readonly { checkpoint?: CheckpointPointer }[]): CheckpointPointer | undefined {
@@ -128,9 +178,9 @@ export async function writeTable(
   rows: readonly RefRow[],
 ): Promise<TablePointer> {
   const table: RefTable = { v: 1, seq, rows };
-  const body = encodeJson(table);
-  const key = tableKey(repo, sha256(body));
-  await putImmutable(store, key, body);
+  const json = encodeJson(table);
+  const key = tableKey(repo, sha256(json));
+  await putImmutable(store, key, await encodeImmutable(table, json));
   wal.seed(key, table);
   return { key, seq, count: rows.length };
 }

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
 import type { RepoIndex } from './types.js';
 
 export class CorruptLog extends Error {
@@ -12,6 +14,17 @@ export function encodeJson(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value));
 }
 
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
+
+/**
+ * The stored form of a bulk immutable object (ref tables, pages, chunks): gzip'd JSON, about a
+ * third of the bytes for rows of names and hex object ids. `decodeImmutable` reads both forms.
+ */
+export async function encodeImmutable(value: unknown, json = encodeJson(value)): Promise<Buffer> {
+  return gzipAsync(json);
+}
+
 export function sha256(body: Buffer): string {
   return createHash('sha256').update(body).digest('hex');
 }
@@ -22,6 +35,18 @@ export function decodeJson<T>(key: string, body: Buffer): T {
   } catch (error) {
     throw new CorruptLog(key, 'not JSON', { cause: error });
   }
+}
+
+/** An immutable object as stored: gzip'd JSON, or plain JSON (entries, and objects from before). */
+export async function decodeImmutable<T>(key: string, body: Buffer): Promise<T> {
+  if (body[0] !== 0x1f || body[1] !== 0x8b) return decodeJson<T>(key, body);
+  let json: Buffer;
+  try {
+    json = await gunzipAsync(body);
+  } catch (error) {
+    throw new CorruptLog(key, 'not valid gzip', { cause: error });
+  }
+  return decodeJson<T>(key, json);
 }
 
 export function decodeIndex(key: string, body: Buffer): RepoIndex {

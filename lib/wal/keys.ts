@@ -18,6 +18,8 @@ export const entryKey = (repo: string, sha: string) => `${repoPrefix(repo)}entri
 export const tableKey = (repo: string, sha: string) => `${repoPrefix(repo)}tables/${sha}.json`;
 export const pageKey = (repo: string, created: string, page: number) =>
   `${repoPrefix(repo)}log/${incarnationId(created)}/${String(page).padStart(10, '0')}.json`;
+export const chunkKey = (repo: string, created: string, chunk: number) =>
+  `${repoPrefix(repo)}log/${incarnationId(created)}/chunk-${String(chunk).padStart(10, '0')}.json`;
 export const checkpointKey = (repo: string, sha: string) => `${repoPrefix(repo)}checkpoints/${sha}.json`;
 export const packKey = (repo: string, pack: string, ext: 'pack' | 'idx' | 'bitmap') =>
   `${repoPrefix(repo)}packs/${pack}.${ext}`;

@@ -4,20 +4,21 @@
  *
  * Orphans are what a push leaves when it stores its packs and entry (create-only, before the CAS)
  * and then never publishes them: a lost race it gave up on, a refusal after the upload, a node
- * killed between upload and CAS. Also tables that compaction or a checkpoint replaced, and the
- * objects of a checkpoint a newer one overtook.
+ * killed between upload and CAS. Also tables that compaction or a checkpoint replaced, chunks of the
+ * log that a full page replaced, and the objects of a checkpoint a newer one overtook.
  *
- * What an index names: itself; its ref tables; every page of its log and every item in them and in
- * its tail (entry objects and their packs, checkpoint pointers with their tables, packs and
+ * What an index names: itself; its ref tables; every page and chunk of its log and every item in
+ * them and in its tail (entry objects and their packs, checkpoint pointers with their tables, packs and
  * bitmaps); its checkpoint pointers. An item is never removed from the log, so an object named once
- * stays named, with one exception: tables, which compaction replaces.
+ * stays named, with two exceptions: tables, which compaction replaces, and chunks, which a page
+ * replaces (a reader still holding an older index is covered by the window, as for tables).
  *
  * Why the window makes this safe while pushes run:
  * - a push writes its objects before its CAS, so anything younger than the window is kept;
  * - a writer that finds an object already stored and older than REFRESH_AFTER_MS rewrites it before
  *   naming it (putImmutable), so an old orphan about to be named again is young again;
- * - pages are named by position: a page whose items are all published is kept even before an index
- *   names it, since every writer writes the same page;
+ * - pages and chunks are named by position: one whose items are all published is kept even before
+ *   an index names it, since every writer writes the same object;
  * - a replaced table may be old while a reader that loaded the index before the replacement still
  *   reads it, so unnamed tables go only when every table the index names is older than the window
  *   (each change of the table stack installs a table written just before its CAS).
@@ -27,9 +28,9 @@
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { mapLimit } from '../util/mapLimit.js';
-import { incarnationId, indexKey, packKey, pageKey, REPOS_PREFIX, repoPrefix } from './keys.js';
+import { chunkKey, incarnationId, indexKey, packKey, pageKey, REPOS_PREFIX, repoPrefix } from './keys.js';
 import type { CheckpointPointer, LogItem, RepoIndex } from './types.js';
-import { PAGE_SIZE } from './types.js';
+import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE } from './types.js';
 import type { Wal } from './Wal.js';
 
 export const DEFAULT_RETENTION_MS = 24 * 60 * 60_000;
@@ -87,9 +88,11 @@ export async function namedKeys(wal: Wal, index: RepoIndex): Promise<Set<string>
   for (const t of index.tables) named.add(t.key);
   pointer(index.checkpoint);
   pointer(index.pagedCheckpoint);
-  // Pages of every full block of published items: named by position, before or after the index says so.
-  for (let page = 0; page < Math.floor(index.seq / PAGE_SIZE); page++)
-    named.add(pageKey(repo, index.created, page));
+  // The pages and chunks the index says are written (the sweep also keeps those that a writer may
+  // have written ahead of it: see isCurrentLog).
+  for (let page = 0; page < index.paged / PAGE_SIZE; page++) named.add(pageKey(repo, index.created, page));
+  for (let chunk = index.paged / CHUNK_SIZE; chunk < chunkedUpTo(index) / CHUNK_SIZE; chunk++)
+    named.add(chunkKey(repo, index.created, chunk));
   for (const i of await wal.itemsAfter(index, 0)) item(i);
   return named;
 }
@@ -144,8 +147,7 @@ async function sweepRepo(
   const present = new Set(keys);
   const missing = [...named].filter((k) => !present.has(k) && !k.endsWith('.bitmap'));
   // Pages of another incarnation, entries, packs, checkpoints: gone for good once unnamed.
-  const incarnation = loaded ? incarnationId(loaded.index.created) : null;
-  const candidates = keys.filter((k) => !named.has(k) && !isCurrentPage(repo, k, incarnation));
+  const candidates = keys.filter((k) => !named.has(k) && !(loaded && isCurrentLog(loaded.index, k)));
   const ages = await mapLimit(candidates, 16, async (key) => ({
     key,
     age: await ageOf(wal.store, key, now),
@@ -158,10 +160,22 @@ async function sweepRepo(
   let orphans = 0;
   let young = 0;
   let deleted = 0;
+  // A chunk goes once the page that replaced it is older than the window (a reader may still hold
+  // an index from before that page).
+  const pages = new Map<string, number | null>();
+  for (const { key } of ages) {
+    const page = loaded ? replacingPage(loaded.index, key) : null;
+    if (page !== null && !pages.has(page)) pages.set(page, await ageOf(wal.store, page, now));
+  }
+  const chunkSettled = (key: string) => {
+    const page = loaded ? replacingPage(loaded.index, key) : null;
+    const age = page === null ? null : pages.get(page);
+    return page === null || (age !== null && age !== undefined && age > options.retentionMs);
+  };
   for (const { key, age } of ages) {
     if (age === null) continue; // deleted meanwhile
     const isTable = key.startsWith(`${repoPrefix(repo)}tables/`);
-    if (age <= options.retentionMs || (isTable && !tablesSettled)) {
+    if (age <= options.retentionMs || (isTable && !tablesSettled) || !chunkSettled(key)) {
       young++;
       continue;
     }
@@ -175,9 +189,30 @@ async function sweepRepo(
   return { sweep: { repo, named: named.size, orphans, young, missing }, deleted };
 }
 
-/** A page of the current incarnation (kept: the module comment says why). */
-function isCurrentPage(repo: string, key: string, incarnation: string | null): boolean {
-  return incarnation !== null && key.startsWith(`${repoPrefix(repo)}log/${incarnation}/`);
+/**
+ * A page of the current incarnation, or a chunk of it past the last full page: kept, since a writer
+ * writes them by position (the module comment says why). A chunk below the last full page is
+ * superseded by that page and goes like any orphan.
+ */
+function isCurrentLog(index: RepoIndex, key: string): boolean {
+  const log = `${repoPrefix(index.repo)}log/${incarnationId(index.created)}/`;
+  if (!key.startsWith(log)) return false;
+  const chunk = chunkNumber(key.slice(log.length));
+  return chunk === null || chunk >= index.paged / CHUNK_SIZE;
+}
+
+/** The key of the page that holds a chunk's items, when `key` is a chunk of the current incarnation. */
+function replacingPage(index: RepoIndex, key: string): string | null {
+  const log = `${repoPrefix(index.repo)}log/${incarnationId(index.created)}/`;
+  const chunk = key.startsWith(log) ? chunkNumber(key.slice(log.length)) : null;
+  return chunk === null
+    ? null
+    : pageKey(index.repo, index.created, Math.floor((chunk * CHUNK_SIZE) / PAGE_SIZE));
+}
+
+function chunkNumber(name: string): number | null {
+  const match = /^chunk-(\d+)\.json$/.exec(name);
+  return match ? Number(match[1]) : null;
 }
 
 async function ageOf(store: ObjectStore, key: string, now: () => number): Promise<number | null> {

@@ -8,8 +8,9 @@
  *
  * The index every push rewrites stays bounded whatever the length of the log or the number of
  * refs: the ref set lives in a short stack of immutable tables (compacted geometrically, in the
- * spirit of reftable) plus a bounded set of recent rows; the log lives in fixed-size pages whose
- * keys follow from their position, plus a bounded tail of the newest items.
+ * spirit of reftable) plus a bounded set of recent rows; the log lives in fixed-size pages (and,
+ * until a page is full, quarter-page chunks) whose keys follow from their position, plus a tail
+ * of the few newest items.
  */
 
 import type { ProtectionRule } from '../policy/protectionRules.js';
@@ -122,6 +123,12 @@ export interface TablePointer {
 export const PAGE_SIZE = 32;
 
 /**
+ * Items per chunk: a quarter page. Published items leave the index in chunks, so its tail (which
+ * every push rewrites) holds at most a chunk and a bit, however far the log is from a full page.
+ */
+export const CHUNK_SIZE = 8;
+
+/**
  * `log/<incarnation>/<n>.json`: the items with seq in [n*PAGE_SIZE+1, (n+1)*PAGE_SIZE]. Written
  * create-only once all of them are published, so every writer writes the same content.
  */
@@ -130,6 +137,17 @@ export interface LogPage {
   readonly page: number;
   /** The newest checkpoint published before this page's first item (for states at any entry). */
   readonly before: CheckpointPointer | null;
+  readonly items: readonly LogItem[];
+}
+
+/**
+ * `log/<incarnation>/chunk-<n>.json`: the items with seq in [n*CHUNK_SIZE+1, (n+1)*CHUNK_SIZE], for
+ * items not yet in a full page. Written like a page; superseded (and left to the orphan sweep) once
+ * the page holding its items is.
+ */
+export interface LogChunk {
+  readonly v: 1;
+  readonly chunk: number;
   readonly items: readonly LogItem[];
 }
 
@@ -158,7 +176,7 @@ export interface CheckpointObject extends Omit<CheckpointPointer, 'key'> {
 /**
  * `index.json`, the one mutable object per repository, advanced only by conditional PUT.
  * Refs at `seq` are the tables (bottom first) overlaid with `recent`; items with seq <= `paged`
- * are in pages, the rest in `tail`.
+ * are in pages, then up to `chunked` in chunks, the rest in `tail`.
  */
 export interface RepoIndex {
   readonly v: 2;
@@ -175,7 +193,12 @@ export interface RepoIndex {
   readonly paged: number;
   /** The newest checkpoint among paged items, carried into the next page's `before`. */
   readonly pagedCheckpoint: CheckpointPointer | null;
-  /** Items with seq in (paged, seq], oldest first. */
+  /**
+   * A multiple of CHUNK_SIZE, at least `paged`: items with seq in (paged, chunked] are in chunks.
+   * Absent in an index written before chunks existed, which means `paged`.
+   */
+  readonly chunked?: number;
+  /** Items with seq in (chunked, seq], oldest first. */
   readonly tail: readonly LogItem[];
   /** The newest checkpoint: replay of a cold cache starts there. */
   readonly checkpoint: CheckpointPointer | null;
@@ -184,6 +207,11 @@ export interface RepoIndex {
    * protect entry, so every push is checked against the rules of the index it CASes against.
    */
   readonly protection?: readonly ProtectionRule[];
+}
+
+/** Where the items kept in chunks end (an index from before chunks keeps none). */
+export function chunkedUpTo(index: Pick<RepoIndex, 'paged' | 'chunked'>): number {
+  return Math.max(index.paged, index.chunked ?? 0);
 }
 
 /** An index together with the etag it was read or written with. */

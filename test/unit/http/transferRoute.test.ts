@@ -60,6 +60,7 @@ function decide(partial: Partial<RouteInput>): ReturnType<typeof decideTransferR
     service: 'git-upload-pack',
     index: null,
     itemsAfterCheckpoint: [],
+    recentItems: [],
     clientAsked: false,
     limits,
     ...partial,
@@ -78,8 +79,8 @@ describe('largestRecentPush', () => {
   it('looks only at the newest pushes, not at checkpoints or older history', () => {
     const old = item(1, 5000);
     const recent = Array.from({ length: RECENT_PUSHES }, (_, i) => item(i + 2, 10 + i));
-    expect(largestRecentPush(index([old, ...recent]))).toBe(10 + RECENT_PUSHES - 1);
-    expect(largestRecentPush(index([item(1, 400), item(2, 7000, 0)]))).toBe(400);
+    expect(largestRecentPush([old, ...recent])).toBe(10 + RECENT_PUSHES - 1);
+    expect(largestRecentPush([item(1, 400), item(2, 7000, 0)])).toBe(400);
   });
 });
 
@@ -118,7 +119,8 @@ describe('decideTransferRoute for fetches and clones', () => {
 });
 
 describe('decideTransferRoute for pushes', () => {
-  const push = (partial: Partial<RouteInput>) => decide({ service: 'git-receive-pack', ...partial });
+  const push = (partial: Partial<RouteInput>) =>
+    decide({ service: 'git-receive-pack', recentItems: partial.index?.tail ?? [], ...partial });
 
   it('sends the first push into a missing or empty repository to the pool', () => {
     expect(push({ index: null })).toEqual({ target: 'pool', reason: 'push to an empty repository' });

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import { withCheckpointTable, writeTable } from '../../../lib/wal/boundIndex.js';
-import { emptyIndex } from '../../../lib/wal/indexCodec.js';
+import { emptyIndex, encodeJson } from '../../../lib/wal/indexCodec.js';
+import { chunkKey, indexKey, pageKey, tableKey } from '../../../lib/wal/keys.js';
 import { Publisher } from '../../../lib/wal/Publisher.js';
-import { PAGE_SIZE } from '../../../lib/wal/types.js';
+import { CHUNK_SIZE, PAGE_SIZE } from '../../../lib/wal/types.js';
 import { Wal } from '../../../lib/wal/Wal.js';
 import { CountingStore, cmd, isIndexKey, oid, oidsOf, push, useTempRoots, ZERO_OID } from './walHelpers.js';
 
@@ -30,7 +31,7 @@ describe('the index stays bounded', () => {
       expect(result.outcomes).toEqual([{ ref, ok: true, noop: false }]);
       expect(result.seq).toBe(i);
       const { index } = result.loaded;
-      expect(index.tail.length).toBeLessThanOrEqual(PAGE_SIZE);
+      expect(index.tail.length).toBeLessThanOrEqual(CHUNK_SIZE);
       expect(index.recent.length).toBeLessThanOrEqual(POLICY.maxRecentRows);
       // Geometric above the bottom (which only a checkpoint replaces): each delta table has more
       // than twice the rows of the one above it, so the stack stays logarithmic.
@@ -75,6 +76,84 @@ describe('the index stays bounded', () => {
         Array.from({ length: PAGE_SIZE }, (_, i) => page * PAGE_SIZE + i + 1),
       );
     }
+  });
+
+  it('keeps items past the last full page in chunks, read whole by a node with empty caches', async () => {
+    const root = await tempRoot();
+    const wal = new Wal(new FsObjectStore(root));
+    await wal.createRepo(REPO, { public: false });
+    const publisher = new Publisher(wal, { random: () => 0 });
+    const n = PAGE_SIZE + 3 * CHUNK_SIZE + 5;
+    for (let i = 1; i <= n; i++)
+      await publisher.publish(push(REPO, [cmd('refs/heads/main', i === 1 ? ZERO_OID : oid(i - 1), oid(i))]));
+    const fresh = new Wal(new FsObjectStore(root));
+    const loaded = await fresh.readIndex(REPO);
+    if (loaded === null) throw new Error('index missing');
+    const { index } = loaded;
+    expect(index.paged).toBe(PAGE_SIZE);
+    expect(index.chunked).toBe(PAGE_SIZE + 3 * CHUNK_SIZE);
+    expect(index.tail.map((i) => i.seq)).toEqual([57, 58, 59, 60, 61]);
+    const chunk = await fresh.chunk(index, PAGE_SIZE / CHUNK_SIZE + 1);
+    expect(chunk.items.map((i) => i.seq)).toEqual([41, 42, 43, 44, 45, 46, 47, 48]);
+    for (const k of [0, 31, 32, 33, 40, 47, 55, 56, 57, 60, 61]) {
+      const items = await fresh.itemsAfter(index, k);
+      expect(items.map((i) => i.seq)).toEqual(Array.from({ length: n - k }, (_, i) => k + i + 1));
+    }
+    expect((await fresh.itemsAfter(index, 30, 50)).map((i) => i.seq)).toEqual(
+      Array.from({ length: 20 }, (_, i) => 31 + i),
+    );
+  });
+
+  it('carries on from an index written before chunks, with its longer tail', async () => {
+    const root = await tempRoot();
+    const store = new FsObjectStore(root);
+    const wal = new Wal(store);
+    await wal.createRepo(REPO, { public: false });
+    const publisher = new Publisher(wal, { random: () => 0 });
+    const move = (i: number) => push(REPO, [cmd('refs/heads/main', i === 1 ? ZERO_OID : oid(i - 1), oid(i))]);
+    for (let i = 1; i <= 20; i++) await publisher.publish(move(i));
+    // The same log as an older version kept it: no chunks, every item past the last page in the tail.
+    const current = await wal.readIndexFully(REPO);
+    if (current === null) throw new Error('index missing');
+    const { chunked: _dropped, ...rest } = current.index;
+    const legacy = { ...rest, tail: await wal.itemsAfter(current.index, 0) };
+    await store.put(indexKey(REPO), encodeJson(legacy), { ifMatch: current.etag });
+    for (const c of [0, 1]) await store.delete(chunkKey(REPO, current.index.created, c));
+    const older = new Wal(store);
+    const reread = await older.readIndexFully(REPO);
+    expect((await older.itemsAfter(reread?.index ?? legacy, 0)).map((i) => i.seq)).toHaveLength(20);
+    const next = new Publisher(older, { random: () => 0 });
+    for (let i = 21; i <= 40; i++) await next.publish(move(i));
+    const after = await new Wal(store).readIndexFully(REPO);
+    if (after === null) throw new Error('index missing');
+    expect([after.index.paged, after.index.chunked]).toEqual([32, 32]);
+    expect((await new Wal(store).itemsAfter(after.index, 0)).map((i) => i.seq)).toEqual(
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
+  });
+
+  it('stores tables and pages gzip-compressed, and still reads those stored as plain JSON', async () => {
+    const root = await tempRoot();
+    const store = new FsObjectStore(root);
+    const wal = new Wal(store);
+    await wal.createRepo(REPO, { public: false });
+    const publisher = new Publisher(wal, { policy: POLICY, random: () => 0 });
+    for (let i = 1; i <= PAGE_SIZE + 1; i++)
+      await publisher.publish(push(REPO, [cmd(`refs/heads/b${i}`, ZERO_OID, oid(i))]));
+    const loaded = await wal.readIndexFully(REPO);
+    if (loaded === null) throw new Error('index missing');
+    const gzipped = async (key: string) => {
+      const got = await store.get(key);
+      return !got.notModified && got.body[0] === 0x1f && got.body[1] === 0x8b;
+    };
+    expect(await gzipped(pageKey(REPO, loaded.index.created, 0))).toBe(true);
+    expect(loaded.index.tables.length).toBeGreaterThan(0);
+    for (const t of loaded.index.tables) expect(await gzipped(t.key)).toBe(true);
+    // A table an older version wrote: plain JSON under its key.
+    const plain = { v: 1, seq: 1, rows: [['refs/heads/plain', oid(7)]] };
+    const key = tableKey(REPO, 'f'.repeat(64));
+    await store.put(key, encodeJson(plain));
+    expect(await new Wal(store).table(key)).toEqual(plain);
   });
 
   it('costs a push the same two writes and a bounded index at 10 refs and at 10,000', async () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
-import { packKey } from '../../../lib/wal/keys.js';
+import { chunkKey, packKey } from '../../../lib/wal/keys.js';
 import { Publisher } from '../../../lib/wal/Publisher.js';
 import { putImmutable, REFRESH_AFTER_MS } from '../../../lib/wal/putImmutable.js';
 import { namedKeys, repoOfKey, sweepOrphans } from '../../../lib/wal/sweepOrphans.js';
@@ -59,10 +59,16 @@ describe('sweepOrphans', () => {
     const named = await namedKeys(wal, loaded.index);
     const before = await listAll(store);
     const unnamed = before.filter((k) => k.startsWith('repos/') && !named.has(k));
-    // The orphans, plus tables that compaction replaced.
+    // The orphans, plus tables that compaction replaced and the chunks that page 0 replaced.
     expect(unnamed).toEqual(expect.arrayContaining(orphans));
-    expect(unnamed.filter((k) => !orphans.includes(k)).every((k) => k.includes('/tables/'))).toBe(true);
-    expect(unnamed.length).toBeGreaterThan(orphans.length);
+    const replaced = unnamed.filter((k) => !orphans.includes(k));
+    expect(replaced.some((k) => k.includes('/tables/'))).toBe(true);
+    expect(replaced.filter((k) => k.includes('/log/')).map((k) => k.split('/').pop())).toEqual([
+      'chunk-0000000000.json',
+      'chunk-0000000001.json',
+      'chunk-0000000002.json',
+    ]);
+    expect(replaced.every((k) => k.includes('/tables/') || k.includes('/chunk-'))).toBe(true);
 
     const report = await sweepOrphans(wal, {
       retentionMs: HOUR,
@@ -119,8 +125,39 @@ describe('sweepOrphans', () => {
       dryRun: false,
       onOrphan: (key) => seen.push(key),
     });
-    expect(seen.sort()).toEqual([...orphans].sort());
+    // The chunks that page 0 replaced three hours ago go too; replaced tables stay.
+    const created = (await wal.readIndexFully(REPO))?.index.created ?? '';
+    const chunks = [0, 1, 2].map((n) => chunkKey(REPO, created, n));
+    expect(seen.sort()).toEqual([...orphans, ...chunks].sort());
     expect(report.young).toBeGreaterThan(0);
+  });
+
+  it('keeps replaced chunks while the page that replaced them is young, then deletes them', async () => {
+    const root = await tempRoot();
+    const wal = new Wal(new FsObjectStore(root));
+    await wal.createRepo(REPO, { public: false });
+    const publisher = new Publisher(wal);
+    const chunks = (keys: string[]) => keys.filter((k) => k.includes('/chunk-')).sort();
+    const move = (i: number) => push(REPO, [cmd('refs/heads/main', i === 1 ? ZERO_OID : oid(i), oid(i + 1))]);
+    for (let i = 1; i <= 25; i++) await publisher.publish(move(i));
+    // Entries 1-24 are in chunks 0-2, written hours ago.
+    const past = new Date(Date.now() - 3 * HOUR);
+    for (const key of await listAll(wal.store))
+      await utimes(join(root, 'objects', ...key.split('/')), past, past);
+    for (let i = 26; i <= 33; i++) await publisher.publish(move(i));
+    // Page 0 has just replaced chunks 0-2; chunk 3 was never written (its items went to the page).
+    expect(chunks(await listAll(wal.store))).toHaveLength(3);
+    const options = { retentionMs: HOUR, dryRun: false } as const;
+    expect((await sweepOrphans(wal, options)).deleted).toBe(0);
+    const later = await sweepOrphans(wal, { ...options, now: () => Date.now() + 2 * HOUR });
+    expect(chunks(await listAll(wal.store))).toEqual([]);
+    expect(later.repos[0]?.missing).toEqual([]);
+    const fresh = new Wal(new FsObjectStore(root));
+    const loaded = await fresh.readIndexFully(REPO);
+    if (!loaded) throw new Error('repository missing');
+    expect((await fresh.itemsAfter(loaded.index, 0)).map((i) => i.seq)).toEqual(
+      Array.from({ length: 33 }, (_, i) => i + 1),
+    );
   });
 
   it('names keys by repository and leaves keys of no known layout alone', () => {
