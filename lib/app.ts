@@ -151,6 +151,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     home,
     ...(trace ? { trace2Dir: trace.gitDir } : {}),
   });
+  // `git version 2.39.5` -> `git/2.39.5`, as git's own advertisements say.
+  const gitAgent = `git/${(await git.check(['--version'])).toString('utf8').trim().split(' ').pop()}`;
   const cache: RepoCache = new RepoCache({
     root: config.cacheDir,
     wal,
@@ -189,6 +191,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     logger,
     hooksDir,
     packObjectsHook,
+    gitAgent,
     scratchRoot,
     afterPublish,
     maxPushBytes: config.maxPushBytes,

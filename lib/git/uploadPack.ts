@@ -33,3 +33,9 @@ export function gitProtocolEnv(header: string | undefined): Record<string, strin
 export function wantsProtocolV2(header: string | undefined): boolean {
   return header?.split(':').includes('version=2') ?? false;
 }
+
+/** The client asked for protocol v1 and nothing newer (receive-pack answers v2 requests in v0). */
+export function wantsProtocolV1(header: string | undefined): boolean {
+  const versions = header?.split(':').filter((p) => p.startsWith('version=')) ?? [];
+  return versions.includes('version=1') && !versions.includes('version=2');
+}

@@ -14,11 +14,12 @@ import type { CacheTarget, Generation, RepoCache } from '../cache/RepoCache.js';
 import { type ChildExit, childBody, childExit, firstOutput } from '../git/childOutput.js';
 import { Busy } from '../git/GitBudget.js';
 import type { GitRunner } from '../git/GitRunner.js';
-import { type ReceivePackDeps, receivePackConfig, runReceivePack } from '../git/receivePack.js';
+import { type ReceivePackDeps, runReceivePack } from '../git/receivePack.js';
 import { SidebandProgress } from '../git/sidebandProgress.js';
-import { gitProtocolEnv, uploadPackConfig, wantsProtocolV2 } from '../git/uploadPack.js';
+import { gitProtocolEnv, uploadPackConfig, wantsProtocolV1, wantsProtocolV2 } from '../git/uploadPack.js';
 import type { Logger } from '../log.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
+import { receivePackAdvertisement } from '../protocol/receivePackAdvertisement.js';
 import { classifyUploadPackRequest, predictedPrefix } from '../protocol/uploadPackRequest.js';
 import { emptyIndex } from '../wal/indexCodec.js';
 import type { LoadedIndex, RefValue } from '../wal/types.js';
@@ -43,6 +44,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly bodyIdleMs: number;
   /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
   readonly packObjectsHook: string | null;
+  /** The `agent=` of advertisements narwal writes itself: the server's git, e.g. `git/2.39.5`. */
+  readonly gitAgent: string;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
 }
@@ -68,33 +71,39 @@ export async function infoRefs(
   const routed = await deps.routeTransfer?.(request, repo, service);
   if (routed) return routed;
   const protocol = request.headers['git-protocol'];
+  if (service === 'git-receive-pack') {
+    // Written from the index's refs: no generation, lease or git process before the push's POST.
+    const loaded = await authorizePush(deps, repo, principal);
+    const refs = loaded ? await deps.wal.allRefs(loaded.index) : new Map<string, RefValue>();
+    return {
+      status: 200,
+      headers: { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE },
+      body: Buffer.concat([
+        encodePktLine(`# service=${service}\n`),
+        FLUSH_PKT,
+        receivePackAdvertisement(refs, { agent: deps.gitAgent, v1: wantsProtocolV1(protocol) }),
+      ]),
+    };
+  }
   // In protocol v2 this answer is the server's capabilities, no refs: nothing in it can be stale,
   // so a repository this node read moments ago needs no store round trip and no generation. The
   // refs come with the next request (ls-refs), which proves freshness as every read does.
   const recent = deps.wal.recentIndex(repo, 5_000);
+  const v2 = wantsProtocolV2(protocol);
   const capabilitiesOnly =
-    service === 'git-upload-pack' &&
     at === undefined &&
-    wantsProtocolV2(protocol) &&
+    v2 &&
     recent !== undefined &&
     allows(principal, repo, 'read', { public: recent.index.public });
-  const loaded = capabilitiesOnly
-    ? null
-    : service === 'git-upload-pack'
-      ? await authorizeRead(deps, repo, principal)
-      : await authorizePush(deps, repo, principal);
+  const loaded = capabilitiesOnly ? null : await authorizeRead(deps, repo, principal);
   // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
   // after O(refs) work, and the download waits for the request that needs objects.
   const generation = loaded ? await deps.cache.advertise(await targetFor(deps, loaded, at)) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
-  const v2 = service === 'git-upload-pack' && wantsProtocolV2(protocol);
-  const config =
-    service === 'git-upload-pack' ? uploadPackConfig(deps.packObjectsHook) : receivePackConfig(deps.hooksDir);
   const child = await spawnReleasing(
     deps.git,
     generation,
-    [...config, service.slice(4), '--stateless-rpc', '--advertise-refs', dir],
-    // receive-pack answers a v1 request with `version 1` and ignores v2, which it does not speak.
+    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', '--advertise-refs', dir],
     { env: gitProtocolEnv(protocol) },
   );
   child.stdin?.end();
@@ -109,7 +118,7 @@ export async function infoRefs(
   const headers = { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE };
   if (generation !== null && !v2) {
     // Refs: read whole and checked before any byte goes out.
-    const refs = await checkedRefs(child, exit, generation, service.slice(4));
+    const refs = await checkedRefs(child, exit, generation, 'upload-pack');
     return { status: 200, headers, body: Buffer.concat([prefix, refs]) };
   }
   return { status: 200, headers, body: childBody(child, prefix) };
