@@ -85,6 +85,8 @@ export interface ReceivePackRequest {
   readonly create?: () => Promise<LoadedIndex>;
   readonly body: Readable;
   readonly who: Identity;
+  /** Called when git exits without asking narwal to decide the push's commands. */
+  readonly undecided?: () => void;
 }
 
 /**
@@ -177,10 +179,15 @@ async function receiveInto(
     throw error;
   }
   const exit = childExit(child);
-  void exit.then(() => Promise.all([scratch.remove(), generation.release(), cleanup()]));
+  let decided = false;
+  void exit.then(() => {
+    if (!decided) request.undecided?.();
+    return Promise.all([scratch.remove(), generation.release(), cleanup()]);
+  });
 
   const channel = child.stdio[3] as Duplex;
   const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
+    decided = true;
     const atomic = capabilities.includes('atomic');
     try {
       let created = request.loaded.index.created;

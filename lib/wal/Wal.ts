@@ -83,6 +83,11 @@ export class Wal {
     return at !== undefined && Date.now() - at <= maxAgeMs ? this.#known.get(repo) : undefined;
   }
 
+  /** Takes back the confirmation of the known index: the next `recentIndex` finds none. */
+  unconfirm(repo: string): void {
+    this.#confirmed.delete(repo);
+  }
+
   /** The last index seen by this process, if any (a starting guess for a CAS). */
   knownIndex(repo: string): LoadedIndex | undefined {
     return this.#known.get(repo);

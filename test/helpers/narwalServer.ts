@@ -11,6 +11,7 @@ import { type App, createApp } from '../../lib/app.js';
 import { loadConfig } from '../../lib/config.js';
 import { createNodeServer } from '../../lib/http/nodeServer.js';
 import { type Logger, silentLogger } from '../../lib/log.js';
+import type { ObjectStore } from '../../lib/store/ObjectStore.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
@@ -27,12 +28,12 @@ export async function tempDataDir(): Promise<string> {
 }
 
 export async function startInProcess(
-  options: { dataDir?: string; env?: Record<string, string>; logger?: Logger } = {},
+  options: { dataDir?: string; env?: Record<string, string>; logger?: Logger; store?: ObjectStore } = {},
 ): Promise<RunningNarwal & { app: App }> {
   const logger = options.logger ?? silentLogger;
   const dataDir = options.dataDir ?? (await tempDataDir());
   const config = loadConfig({ NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env }, { dataDir, port: 0 });
-  const app = await createApp(config, logger);
+  const app = await createApp(config, logger, options.store ? { store: options.store } : {});
   const server: Server = createNodeServer(app.handler, logger, {
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,

@@ -1,0 +1,133 @@
+/**
+ * A push is two requests: `GET info/refs` (the advertisement, which reads the index) and the
+ * POST with the commands and the pack. The POST starts from the index its node confirmed for the
+ * advertisement moments ago instead of reading it again; the publisher's CAS still proves every
+ * old value. These tests count the reads, and split one push's two requests across two nodes (as
+ * a load balancer may) to show what a stale start costs: nothing with the shared cache of a
+ * deployment; with caches of their own, one refused attempt that changes nothing.
+ */
+import { createServer, request, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
+import { type StoreSpan, TracingObjectStore } from '../../lib/store/TracingObjectStore.js';
+import { Wal } from '../../lib/wal/Wal.js';
+import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { ADMIN_TOKEN, type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
+
+const stops: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(stops.splice(0).map((stop) => stop()));
+});
+
+async function started<T extends RunningNarwal>(node: Promise<T>): Promise<T> {
+  const running = await node;
+  stops.push(() => running.stop());
+  return running;
+}
+
+/** Forwards `GET` requests to one server and everything else (the POSTs) to another. */
+async function splitProxy(gets: string, posts: string): Promise<string> {
+  const server: Server = createServer((req, res) => {
+    const upstream = new URL(req.method === 'GET' ? gets : posts);
+    const forward = request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  stops.push(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((done) => server.close(() => done()));
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return `http://admin:${ADMIN_TOKEN}@127.0.0.1:${port}`;
+}
+
+async function mainOf(dataDir: string, repo: string): Promise<string | undefined> {
+  const wal = new Wal(new FsObjectStore(join(dataDir, 'store')));
+  const loaded = await wal.readIndex(repo);
+  if (loaded === null) return undefined;
+  return (await wal.allRefs(loaded.index)).get('refs/heads/main')?.oid;
+}
+
+describe('the start of a push', () => {
+  it('reads the index once per push: for the advertisement, not again for the POST', async () => {
+    const dataDir = await tempDataDir();
+    const spans: StoreSpan[] = [];
+    const store = new TracingObjectStore(new FsObjectStore(join(dataDir, 'store')), 'store', (s) =>
+      spans.push(s),
+    );
+    const node = await started(startInProcess({ dataDir, store }));
+    const home = await makeHome();
+    const work = await workRepo(home, 1);
+    const url = `${node.authUrl}/start/once.git`;
+    await gitOk(['push', url, 'main'], { cwd: work, home });
+    for (let i = 0; i < 3; i++) {
+      const head = await commitFile(work, home, `more-${i}.txt`, `${i}\n`);
+      spans.length = 0;
+      await gitOk(['push', url, 'main'], { cwd: work, home });
+      const indexReads = spans.filter((s) => s.op === 'get' && s.key.endsWith('/index.json'));
+      expect(indexReads).toHaveLength(1);
+      expect(spans.filter((s) => s.op === 'put' && s.key.endsWith('/index.json'))).toHaveLength(1);
+      expect(await mainOf(dataDir, 'start/once')).toBe(head);
+    }
+  });
+
+  it('lands a push whose advertisement came from another node sharing the cache', async () => {
+    const dataDir = await tempDataDir();
+    const a = await started(startInProcess({ dataDir }));
+    const b = await started(startInProcess({ dataDir }));
+    const home = await makeHome();
+    const work = await workRepo(home, 1);
+    await gitOk(['push', `${a.authUrl}/start/shared.git`, 'main'], { cwd: work, home });
+    // b moves main; a still holds the index it confirmed with its own push moments ago.
+    await commitFile(work, home, 'b.txt', 'b\n');
+    await gitOk(['push', `${b.authUrl}/start/shared.git`, 'main'], { cwd: work, home });
+    const head = await commitFile(work, home, 'split.txt', 'split\n');
+    const split = await splitProxy(b.url, a.url);
+    await gitOk(['push', `${split}/start/shared.git`, 'main'], { cwd: work, home });
+    expect(await mainOf(dataDir, 'start/shared')).toBe(head);
+  });
+
+  it('refuses once and changes nothing when the other node has a cache of its own, then lands', async () => {
+    const dataDir = await tempDataDir();
+    const a = await started(startInProcess({ dataDir, env: { NARWAL_CACHE_DIR: join(dataDir, 'cache-a') } }));
+    const b = await started(startInProcess({ dataDir, env: { NARWAL_CACHE_DIR: join(dataDir, 'cache-b') } }));
+    const home = await makeHome();
+    const work = await workRepo(home, 1);
+    await gitOk(['push', `${a.authUrl}/start/pack.git`, 'main'], { cwd: work, home });
+    await commitFile(work, home, 'b.txt', 'b\n');
+    await gitOk(['push', `${b.authUrl}/start/pack.git`, 'main'], { cwd: work, home });
+    // A new branch on the commit only b has seen: a receives the pack against the objects of its
+    // own cache (a separate one here, unlike a deployment's), which lack the parent.
+    const head = await commitFile(work, home, 'topic.txt', 'topic\n');
+    const split = await splitProxy(b.url, a.url);
+    const first = await git(['push', `${split}/start/pack.git`, 'HEAD:refs/heads/topic'], {
+      cwd: work,
+      home,
+    });
+    expect(first.code).not.toBe(0);
+    expect(first.stderr).toMatch(/missing necessary objects|unpack/);
+    expect(first.stderr).not.toMatch(/HTTP 5\d\d|internal error/);
+    const wal = new Wal(new FsObjectStore(join(dataDir, 'store')));
+    const loaded = await wal.readIndex('start/pack');
+    expect(loaded && (await wal.allRefs(loaded.index)).has('refs/heads/topic')).toBe(false);
+    // The refusal took back a's confirmation: the retry reads the index and lands.
+    await gitOk(['push', `${split}/start/pack.git`, 'HEAD:refs/heads/topic'], { cwd: work, home });
+    const after = await wal.readIndex('start/pack');
+    expect(after && (await wal.allRefs(after.index)).get('refs/heads/topic')?.oid).toBe(head);
+  });
+});
