@@ -36,6 +36,15 @@ NARWAL_CACHE_DIR=/mnt/narwal/cache
 NARWAL_PUBLIC_URL=${PoolUrl}
 NARWAL_ADMIN_TOKEN=$ADMIN_TOKEN
 ENV
+# Push events, as the functions send them (empty values: not configured).
+if [ -n "${EventBus}" ] && [ "${EventBus}" != none ]; then
+  echo "NARWAL_EVENTBRIDGE_BUS=${EventBus}" >> /etc/narwal/narwal.env
+fi
+if [ -n "${WebhookUrl}" ]; then
+  WEBHOOK_SECRET=$(aws secretsmanager get-secret-value --region ${AWS::Region} --secret-id ${WebhookSecretArn} \
+    --query SecretString --output text)
+  printf 'NARWAL_WEBHOOK_URL=%s\nNARWAL_WEBHOOK_SECRET=%s\n' "${WebhookUrl}" "$WEBHOOK_SECRET" >> /etc/narwal/narwal.env
+fi
 
 cat > /etc/systemd/system/narwal-pool.service <<'UNIT'
 ${Unit}

@@ -3,7 +3,8 @@
  * and then the resources and their wiring, read from the template it writes.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -15,16 +16,36 @@ let template: {
   Outputs: Json;
 };
 
-beforeAll(async () => {
-  // Packaged anew, so the template is always the one serverless.yml describes now.
-  await promisify(execFile)(process.execPath, ['scripts/package.mjs'], {
+type Template = typeof template;
+
+/** Packages serverless.yml anew (with `args`, into a directory of its own) and reads the template. */
+async function packaged(args: string[] = []): Promise<Template> {
+  const dir = await mkdtemp(join(tmpdir(), 'narwal-package-'));
+  await promisify(execFile)(process.execPath, ['scripts/package.mjs', '--package', dir, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME },
     maxBuffer: 16 * 1024 * 1024,
   });
-  template = JSON.parse(
-    await readFile(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8'),
-  );
+  return JSON.parse(await readFile(join(dir, 'cloudformation-template-update-stack.json'), 'utf8'));
+}
+
+/** Evaluates a condition of the template (Fn::Not, Fn::Or and Fn::Equals of literals). */
+function condition(t: Template & { Conditions?: Json }, name: string): boolean {
+  const evaluate = (node: unknown): unknown => {
+    if (typeof node !== 'object' || node === null) return node;
+    const [op, args] = Object.entries(node)[0] ?? [];
+    const values = (args as unknown[]).map(evaluate);
+    if (op === 'Fn::Not') return !values[0];
+    if (op === 'Fn::Or') return values.some(Boolean);
+    if (op === 'Fn::Equals') return values[0] === values[1];
+    throw new Error(`cannot evaluate ${op}`);
+  };
+  return evaluate(t.Conditions?.[name]) as boolean;
+}
+
+beforeAll(async () => {
+  // Packaged anew, so the template is always the one serverless.yml describes now.
+  template = await packaged();
 }, 180_000);
 
 const resource = (id: string) => {
@@ -152,7 +173,7 @@ describe('the packaged CloudFormation template', () => {
     ]);
   });
 
-  it('reaches S3 and DynamoDB through gateway endpoints, and Lambda through an interface one', () => {
+  it('reaches S3 and DynamoDB through gateway endpoints, Lambda and EventBridge through interface ones', () => {
     const endpoints = ofType('AWS::EC2::VPCEndpoint').map(([, r]) => r.Properties as Json);
     const gateway = endpoints.filter((e) => e.VpcEndpointType === 'Gateway');
     expect(gateway.map((e) => text(e.ServiceName)).sort()).toEqual([
@@ -161,9 +182,85 @@ describe('the packaged CloudFormation template', () => {
     ]);
     for (const e of gateway) expect(e.RouteTableIds).toContainEqual(ref('PrivateRouteTable'));
     expect(
-      endpoints.filter((e) => e.VpcEndpointType === 'Interface').map((e) => text(e.ServiceName)),
-    ).toEqual([text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.lambda` })]);
+      endpoints
+        .filter((e) => e.VpcEndpointType === 'Interface')
+        .map((e) => text(e.ServiceName))
+        .sort(),
+    ).toEqual([
+      text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.events` }),
+      text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.lambda` }),
+    ]);
   });
+
+  it('sends push events to EventBridge and to a webhook, each only when configured', async () => {
+    // EventBridge (the default bus unless told otherwise): an interface endpoint and PutEvents on that bus only.
+    expect(condition(template, 'HasEventBus')).toBe(true);
+    expect(condition(template, 'HasWebhook')).toBe(false);
+    const endpoint = resource('EventsEndpoint') as { Condition?: string; Properties: Json };
+    expect(endpoint.Condition).toBe('HasEventBus');
+    expect(endpoint.Properties).toMatchObject({
+      VpcEndpointType: 'Interface',
+      PrivateDnsEnabled: true,
+      SubnetIds: [ref('PrivateSubnetA'), ref('PrivateSubnetB')],
+      SecurityGroupIds: [ref('EndpointSecurityGroup')],
+    });
+    const policy = resource('EventsPolicy') as { Condition?: string; Properties: Json };
+    expect(policy.Condition).toBe('HasEventBus');
+    expect(policy.Properties.Roles).toEqual([ref('IamRoleLambdaExecution'), ref('PoolRole')]);
+    expect(policy.Properties.PolicyDocument).toEqual({
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Action: ['events:PutEvents'],
+          Resource: {
+            'Fn::Sub': `arn:${cfn('AWS::Partition')}:events:${cfn('AWS::Region')}:${cfn('AWS::AccountId')}:event-bus/default`,
+          },
+        },
+      ],
+    });
+    // The pool's instances resolve the endpoint's private name too, so they may reach it.
+    const https = (resource('EndpointSecurityGroup').Properties.SecurityGroupIngress as Json[]).map(
+      (r) => r.SourceSecurityGroupId,
+    );
+    expect(https).toEqual([ref('FunctionSecurityGroup'), ref('PoolSecurityGroup')]);
+    // A webhook: a NAT gateway for the private subnets and a generated signing key, all conditional.
+    for (const id of [
+      'NatAddress',
+      'NatGateway',
+      'PrivateDefaultRoute',
+      'WebhookSecret',
+      'PoolWebhookSecretPolicy',
+    ]) {
+      expect((resource(id) as { Condition?: string }).Condition, id).toBe('HasWebhook');
+    }
+    expect(resource('PrivateDefaultRoute').Properties).toEqual({
+      RouteTableId: ref('PrivateRouteTable'),
+      DestinationCidrBlock: '0.0.0.0/0',
+      NatGatewayId: ref('NatGateway'),
+    });
+    expect(resource('NatGateway').Properties.SubnetId).toEqual(ref('PublicSubnetA'));
+    for (const [id, fn] of ofType('AWS::Lambda::Function')) {
+      const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(env.NARWAL_EVENTBRIDGE_BUS, id).toEqual({
+        'Fn::If': ['HasEventBus', 'default', ref('AWS::NoValue')],
+      });
+      expect(text(env.NARWAL_WEBHOOK_SECRET), id).toContain('WebhookSecret');
+      expect(text(env.NARWAL_WEBHOOK_SECRET), id).toContain('HasWebhook');
+    }
+    // Packaged with a webhook and without EventBridge, the conditions turn the other way.
+    const other = await packaged([
+      '--param=webhookUrl=https://hooks.example.com/narwal',
+      '--param=eventBus=none',
+    ]);
+    expect(condition(other, 'HasEventBus')).toBe(false);
+    expect(condition(other, 'HasWebhook')).toBe(true);
+    const git = other.Resources.GitLambdaFunction;
+    const env = (git?.Properties.Environment as { Variables: Json } | undefined)?.Variables;
+    expect(env?.NARWAL_WEBHOOK_URL).toEqual({
+      'Fn::If': ['HasWebhook', 'https://hooks.example.com/narwal', ref('AWS::NoValue')],
+    });
+  }, 120_000);
 
   it('keeps presence records in a table keyed pk/sk with TTL on ttl', () => {
     const table = resource('PresenceTable').Properties;
