@@ -167,7 +167,7 @@ export class Checkpointer {
           ...['-c', 'gc.auto=0', '-c', 'pack.writeBitmapHashCache=true'],
           ...['repack', '-a', '-d', '-b', '-q', '--keep-unreachable'],
         ],
-        { cwd: dir },
+        { cwd: dir, background: true },
       );
       const names = (await readdir(packDir)).filter((n) => n.endsWith('.pack')).map((n) => n.slice(0, -5));
       let bytes = 0;

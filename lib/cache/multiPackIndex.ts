@@ -44,7 +44,7 @@ export function multiPackIndexer(options: {
       // git writes a multi-pack-index only for its repository's own object directory.
       const result = await options.git.run(
         ['--git-dir', await options.gitDir(), 'multi-pack-index', `--object-dir=${objectsDir}`, 'write'],
-        { env: { GIT_OBJECT_DIRECTORY: objectsDir } },
+        { env: { GIT_OBJECT_DIRECTORY: objectsDir }, background: true },
       );
       // Another node writing the same index at once holds its lock: that one will do.
       if (result.code !== 0) {

@@ -5,6 +5,7 @@
  * git treats as protected config.
  */
 import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
 import type { GitBudget } from './GitBudget.js';
 
 export interface GitSpawnOptions {
@@ -16,7 +17,15 @@ export interface GitSpawnOptions {
    * asking git about what it received): it must not be refused, or queue behind its own parent.
    */
   readonly withinSlot?: boolean;
+  /**
+   * Maintenance nobody waits for (checkpoint repacks, multi-pack-indexes): it runs at a lower CPU
+   * priority, which its own children inherit, so that requests in flight on the node come first.
+   */
+  readonly background?: boolean;
 }
+
+/** The nice value of background git processes (0 is normal, 19 the lowest priority). */
+const BACKGROUND_NICE = 10;
 
 export interface GitResult {
   readonly code: number | null;
@@ -69,6 +78,8 @@ export class GitRunner {
       });
       child.once('close', release);
       child.once('error', release);
+      // Set before git starts its own children (pack-objects of a repack), which inherit it.
+      if (options.background && child.pid !== undefined) lowerPriority(child.pid);
       return child;
     } catch (error) {
       release();
@@ -103,5 +114,13 @@ export class GitRunner {
     const result = await this.run(args, options);
     if (result.code !== 0) throw new GitFailed(args, result.code, result.stderr);
     return result.stdout;
+  }
+}
+
+function lowerPriority(pid: number): void {
+  try {
+    setPriority(pid, BACKGROUND_NICE);
+  } catch {
+    // The child already exited, or the platform refuses: it only runs at the normal priority.
   }
 }
