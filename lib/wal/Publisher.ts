@@ -248,9 +248,21 @@ export class Publisher {
         for (const d of decisions) finish(d, { outcomes: d.outcomes, seq: null, loaded });
         return;
       }
-      const [items, uploads] = await Promise.all([
-        this.#writeEntries(loaded.index, publishing, written),
+      const entries = entriesOf(loaded.index, publishing);
+      const items = entries.map((e) => e.item);
+      // The entries, the packs and whatever keeps the next index bounded (pages and chunks of
+      // items published before, tables of ref rows) are all written at once, before the CAS:
+      // none of them names another, so one round trip covers them all.
+      const [, uploads, next] = await Promise.all([
+        this.#writeEntries(entries, written),
         Promise.allSettled(publishing.map((d) => d.pending.job.stored)),
+        boundIndex(
+          this.#wal,
+          this.#wal.store,
+          loaded.index,
+          appendItems(loaded.index, publishing, items, head),
+          this.#options.policy,
+        ),
       ]);
       const failed = new Set<Pending>();
       uploads.forEach((upload, i) => {
@@ -266,13 +278,6 @@ export class Publisher {
         if (batch.length === 0) return;
         continue;
       }
-      const next = await boundIndex(
-        this.#wal,
-        this.#wal.store,
-        loaded.index,
-        appendItems(loaded.index, publishing, items, head),
-        this.#options.policy,
-      );
       attempt++;
       try {
         const { etag } = await this.#wal.store.put(indexKey(repo), encodeJson(next), {
@@ -380,32 +385,14 @@ export class Publisher {
     return { decisions, head: chooseHead(index.head, refs, decisions) };
   }
 
-  async #writeEntries(index: RepoIndex, publishing: Decision[], written: Set<string>): Promise<LogItem[]> {
-    return Promise.all(
-      publishing.map(async (d, i): Promise<LogItem> => {
-        const { job } = d.pending;
-        const entry: EntryObject = {
-          v: 1,
-          id: d.pending.id,
-          kind: job.checkpoint ? 'checkpoint' : job.protection ? 'protect' : job.rewind ? 'rewind' : 'push',
-          time: d.pending.time,
-          who: job.who,
-          updates: d.updates,
-          packs: job.packs,
-          ...(job.bytes ? { bytes: job.bytes } : {}),
-          atomic: job.atomic,
-          ...(job.rewind ? { rewind: job.rewind } : {}),
-          ...(job.checkpoint ? { checkpoint: job.checkpoint } : {}),
-          ...(d.rules ? { protection: d.rules } : {}),
-        };
-        const body = encodeJson(entry);
-        const key = entryKey(index.repo, sha256(body));
-        if (!written.has(key)) {
-          await putImmutable(this.#wal.store, key, body);
-          written.add(key);
-          this.#wal.seed(key, entry);
-        }
-        return summarize(index.seq + i + 1, key, entry);
+  /** Writes the entry objects not yet written in this commit (a retried CAS reuses them). */
+  async #writeEntries(entries: readonly PreparedEntry[], written: Set<string>): Promise<void> {
+    await Promise.all(
+      entries.map(async ({ key, body, entry }) => {
+        if (written.has(key)) return;
+        await putImmutable(this.#wal.store, key, body);
+        written.add(key);
+        this.#wal.seed(key, entry);
       }),
     );
   }
@@ -478,6 +465,37 @@ function appendItems(index: RepoIndex, publishing: Decision[], items: LogItem[],
 function finish(d: Decision, result: PublishResult): void {
   if (d.failure) d.pending.reject(d.failure);
   else d.pending.resolve(result);
+}
+
+interface PreparedEntry {
+  readonly key: string;
+  readonly body: Buffer;
+  readonly entry: EntryObject;
+  readonly item: LogItem;
+}
+
+/** The entry objects of the publishing decisions and their log items, as this CAS would number them. */
+function entriesOf(index: RepoIndex, publishing: readonly Decision[]): PreparedEntry[] {
+  return publishing.map((d, i): PreparedEntry => {
+    const { job } = d.pending;
+    const entry: EntryObject = {
+      v: 1,
+      id: d.pending.id,
+      kind: job.checkpoint ? 'checkpoint' : job.protection ? 'protect' : job.rewind ? 'rewind' : 'push',
+      time: d.pending.time,
+      who: job.who,
+      updates: d.updates,
+      packs: job.packs,
+      ...(job.bytes ? { bytes: job.bytes } : {}),
+      atomic: job.atomic,
+      ...(job.rewind ? { rewind: job.rewind } : {}),
+      ...(job.checkpoint ? { checkpoint: job.checkpoint } : {}),
+      ...(d.rules ? { protection: d.rules } : {}),
+    };
+    const body = encodeJson(entry);
+    const key = entryKey(index.repo, sha256(body));
+    return { key, body, entry, item: summarize(index.seq + i + 1, key, entry) };
+  });
 }
 
 function fastForwardOf(c: PushCommand): { fastForward?: boolean } {
