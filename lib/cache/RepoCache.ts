@@ -89,6 +89,8 @@ export interface RepoCacheOptions {
 
 /** Replaying up to this many entries on top of a complete generation beats downloading a checkpoint. */
 const REPLAY_RATHER_THAN_CHECKPOINT = 200;
+/** How far behind its target a complete generation may be to receive a push (nearlyComplete). */
+const PUSH_LAG = 8;
 /** Marks a generation whose object store holds everything its refs reach. */
 export const COMPLETE = 'narwal-complete';
 
@@ -167,6 +169,33 @@ export class RepoCache {
   /** Whether the generation of `target` is complete already (a reader will not wait for it). */
   async isComplete(target: CacheTarget): Promise<boolean> {
     return exists(join(this.#dir(target), COMPLETE));
+  }
+
+  /**
+   * For a push while `target`'s generation is still being completed (the prewarm after the push
+   * before it, say): the newest complete generation at most PUSH_LAG entries older, leased, when
+   * the object store already holds the packs of every entry since - as it does after this node's
+   * own pushes, whose packs it adopts before answering. A push needs `target`'s objects, which
+   * are there, and refs only to bound git's connectivity walk, which older ones do as well. Null
+   * when there is no such generation: the push then waits for `target`'s.
+   */
+  async nearlyComplete(target: CacheTarget): Promise<Generation | null> {
+    const incarnation = incarnationDir(this.#root, target.repo, target.created);
+    const base = await newestComplete(gensDir(incarnation), target.seq - 1);
+    if (base === null || target.seq - base.seq > PUSH_LAG) return null;
+    const pack = join(objectsDir(incarnation), 'pack');
+    const holds = async () => {
+      for (const item of await target.itemsAfter(base.seq)) {
+        for (const name of item.packs) if (!(await exists(join(pack, `${name}.idx`)))) return false;
+      }
+      return true;
+    };
+    if (!(await holds())) return null;
+    const generation = await this.#lease({ ...target, seq: base.seq, name: base.name }, async () => {});
+    // Leased: eviction leaves it alone from here on, but may have taken it (or the store) before.
+    if ((await exists(join(generation.dir, COMPLETE))) && (await holds())) return generation;
+    await generation.release();
+    return null;
   }
 
   /** Completes the generation of `target` now, in the background; a hint that saves the next reader the work. */

@@ -14,6 +14,7 @@ import type { Generation, RepoCache } from '../cache/RepoCache.js';
 import { HttpError } from '../http/HttpError.js';
 import { onBodyError } from '../http/requestBody.js';
 import type { Logger } from '../log.js';
+import { matchesRef, type ProtectionRule } from '../policy/protectionRules.js';
 import {
   type ProcReceiveCommand,
   type ProcReceiveResult,
@@ -106,6 +107,8 @@ export async function runReceivePack(
   if (await deps.cache.isComplete(target)) {
     return receiveInto(deps, request, await deps.cache.read(target));
   }
+  const near = await deps.cache.nearlyComplete(target);
+  if (near) return receiveInto(deps, request, near);
   const spool = await spoolBody(request.body, deps.scratchRoot, {
     maxHeadBytes: deps.maxHeadBytes,
     maxCommands: deps.maxCommands,
@@ -204,6 +207,7 @@ async function receiveInto(
         who: request.who,
         scratch,
         git: deps.git,
+        rules: request.loaded.index.protection,
       });
     } catch (error) {
       // Nothing was published (or its outcome could not be learned): no ref may report ok.
@@ -249,6 +253,7 @@ async function publishPush(
     who: Identity;
     scratch: { dir: string; packs(): Promise<ReceivedPack[]> };
     git: GitRunner;
+    rules: readonly ProtectionRule[] | undefined;
   },
 ): Promise<ProcReceiveResult[]> {
   const live = push.commands.filter((c) => !/^0+$/.test(c.newOid));
@@ -267,8 +272,14 @@ async function publishPush(
       push.scratch.dir,
       live.map((c) => c.newOid),
     ),
-    // Protection rules may deny force-pushes: whether each update is one is a question for git.
-    fastForwards(push.git, push.scratch.dir, push.commands),
+    // Protection rules may deny force-pushes: whether each update is one is a question for git,
+    // asked only about the refs such a rule of the index the push started from names. Should the
+    // rules change before the CAS, the publisher refuses an unanswered one with "push again".
+    fastForwards(
+      push.git,
+      push.scratch.dir,
+      push.commands.filter((c) => push.rules?.some((r) => r.denyForce && matchesRef(r.pattern, c.ref))),
+    ),
   ]);
   const result = await deps.publisher.publish({
     repo: push.repo,
