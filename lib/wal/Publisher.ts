@@ -293,6 +293,11 @@ export class Publisher {
         if (isStoreError(error, 'PreconditionFailed') || isStoreError(error, 'ConditionalConflict')) {
           await this.#backoff(attempt);
           loaded = undefined;
+          // Pushes that arrived meanwhile join the retry: it decides them all against the index
+          // that won, in one CAS, rather than leaving them to queue for another round of racing.
+          const joined = this.#queues.get(repo)?.splice(0) ?? [];
+          arrived.push(...joined);
+          batch = [...batch, ...joined];
           continue;
         }
         if (!isStoreError(error, 'StoreUnavailable')) throw error;

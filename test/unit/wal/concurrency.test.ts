@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { PreconditionFailed } from '../../../lib/store/errors.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
+import type { PutBody, PutOptions, PutResult } from '../../../lib/store/ObjectStore.js';
 import { Publisher, type PublishResult } from '../../../lib/wal/Publisher.js';
 import { Wal } from '../../../lib/wal/Wal.js';
 import { CountingStore, cmd, oid, oidsOf, push, useTempRoots, ZERO_OID } from './walHelpers.js';
@@ -112,6 +114,34 @@ describe('Publisher: two nodes sharing one store', () => {
     );
     const items = await fresh.itemsAfter(loaded.index, 0);
     expect(items.map((i) => i.seq)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+  });
+
+  it('takes pushes that arrive while it lost a race into its retry: one CAS for all of them', async () => {
+    const inner = new FsObjectStore(await tempRoot());
+    await new Wal(inner).createRepo(REPO, { public: false });
+    let publisher: Publisher | undefined;
+    let late: Promise<PublishResult> | undefined;
+    /** The first CAS loses (another node won) while a second push arrives at this node. */
+    class LosingOnce extends CountingStore {
+      override async put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {
+        if (key.endsWith('/index.json') && options?.ifMatch !== undefined && late === undefined) {
+          late = publisher?.publish(push(REPO, [cmd('refs/heads/late', ZERO_OID, oid(2))]));
+          this.puts.push({ key, options });
+          throw new PreconditionFailed(key);
+        }
+        return super.put(key, body, options);
+      }
+    }
+    const store = new LosingOnce(inner);
+    publisher = new Publisher(new Wal(store), NODE_OPTIONS);
+    const first = await publisher.publish(push(REPO, [cmd('refs/heads/first', ZERO_OID, oid(1))]));
+    const second = await late;
+    expect(first.outcomes).toEqual([{ ref: 'refs/heads/first', ok: true, noop: false }]);
+    expect(second?.outcomes).toEqual([{ ref: 'refs/heads/late', ok: true, noop: false }]);
+    expect([first.seq, second?.seq]).toEqual([1, 2]);
+    // The lost CAS, then one that carried both pushes.
+    expect(store.indexCasCount()).toBe(2);
+    expect(second?.loaded.etag).toBe(first.loaded.etag);
   });
 
   it('gives exactly one node the ref when both push it from the same old value; no lost update', async () => {
