@@ -501,10 +501,28 @@ async function updateReadme(path: string, r: BenchResults, table: string, report
     README_START,
     `Latest full run (${r.startedAt.slice(0, 10)}, narwal ${r.narwal.commit.slice(0, 7)}, ${r.machine.nproc} shared CPUs; report with charts: [bench/results/${report}](bench/results/${report})):`,
     '',
-    table,
+    aligned(table),
     '',
   ].join('\n');
   await writeFile(path, text.slice(0, start) + body + text.slice(end));
+}
+
+/** A Markdown table with every column padded to its widest cell, as the README's formatter wants it. */
+export function aligned(markdown: string): string {
+  const rows = markdown.split('\n').map((line) =>
+    line
+      .slice(2, -2)
+      .split(' | ')
+      .map((cell) => cell.trim()),
+  );
+  const widths =
+    rows[0]?.map((_, i) => Math.max(3, ...rows.map((r, n) => (n === 1 ? 0 : (r[i] ?? '').length)))) ?? [];
+  return rows
+    .map(
+      (cells, n) =>
+        `| ${widths.map((w, i) => (n === 1 ? '-'.repeat(w) : (cells[i] ?? '').padEnd(w))).join(' | ')} |`,
+    )
+    .join('\n');
 }
 
 export function targetTable(rows: readonly TargetRow[]): string {

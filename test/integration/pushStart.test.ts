@@ -6,7 +6,6 @@
  * a load balancer may) to show what a stale start costs: nothing with the shared cache of a
  * deployment; with caches of their own, one refused attempt that changes nothing.
  */
-import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
@@ -14,6 +13,7 @@ import { type StoreSpan, TracingObjectStore } from '../../lib/store/TracingObjec
 import { Wal } from '../../lib/wal/Wal.js';
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
+import { startProxy } from '../helpers/proxy.js';
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -28,32 +28,9 @@ async function started<T extends RunningNarwal>(node: Promise<T>): Promise<T> {
 
 /** Forwards `GET` requests to one server and everything else (the POSTs) to another. */
 async function splitProxy(gets: string, posts: string): Promise<string> {
-  const server: Server = createServer((req, res) => {
-    const upstream = new URL(req.method === 'GET' ? gets : posts);
-    const forward = request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', () => res.destroy());
-    req.pipe(forward);
-  });
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  stops.push(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((done) => server.close(() => done()));
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return `http://admin:${ADMIN_TOKEN}@127.0.0.1:${port}`;
+  const proxy = await startProxy((req) => new URL(req.method === 'GET' ? gets : posts));
+  stops.push(() => proxy.stop());
+  return proxy.url.replace('://', `://admin:${ADMIN_TOKEN}@`);
 }
 
 async function mainOf(dataDir: string, repo: string): Promise<string | undefined> {
