@@ -33,6 +33,28 @@ async function splitProxy(gets: string, posts: string): Promise<string> {
   return proxy.url.replace('://', `://admin:${ADMIN_TOKEN}@`);
 }
 
+/**
+ * Two nodes on one store (cache directories under the data directory as `caches` says): a push
+ * through a, then one through b, so a still holds the index it confirmed with its own push; and
+ * a proxy that sends a push's GET to b and its POST to a.
+ */
+async function movedByAnotherNode(
+  repo: string,
+  caches: { a?: Record<string, string>; b?: Record<string, string> },
+) {
+  const dataDir = await tempDataDir();
+  const env = (own: Record<string, string> = {}) =>
+    Object.fromEntries(Object.entries(own).map(([k, dir]) => [k, join(dataDir, dir)]));
+  const a = await started(startInProcess({ dataDir, env: env(caches.a) }));
+  const b = await started(startInProcess({ dataDir, env: env(caches.b) }));
+  const home = await makeHome();
+  const work = await workRepo(home, 1);
+  await gitOk(['push', `${a.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+  await commitFile(work, home, 'b.txt', 'b\n');
+  await gitOk(['push', `${b.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+  return { dataDir, work, home, split: await splitProxy(b.url, a.url) };
+}
+
 async function mainOf(dataDir: string, repo: string): Promise<string | undefined> {
   const wal = new Wal(new FsObjectStore(join(dataDir, 'store')));
   const loaded = await wal.readIndex(repo);
@@ -64,34 +86,20 @@ describe('the start of a push', () => {
   });
 
   it('lands a push whose advertisement came from another node sharing the cache', async () => {
-    const dataDir = await tempDataDir();
-    const a = await started(startInProcess({ dataDir }));
-    const b = await started(startInProcess({ dataDir }));
-    const home = await makeHome();
-    const work = await workRepo(home, 1);
-    await gitOk(['push', `${a.authUrl}/start/shared.git`, 'main'], { cwd: work, home });
-    // b moves main; a still holds the index it confirmed with its own push moments ago.
-    await commitFile(work, home, 'b.txt', 'b\n');
-    await gitOk(['push', `${b.authUrl}/start/shared.git`, 'main'], { cwd: work, home });
+    const { dataDir, work, home, split } = await movedByAnotherNode('start/shared', {});
     const head = await commitFile(work, home, 'split.txt', 'split\n');
-    const split = await splitProxy(b.url, a.url);
     await gitOk(['push', `${split}/start/shared.git`, 'main'], { cwd: work, home });
     expect(await mainOf(dataDir, 'start/shared')).toBe(head);
   });
 
   it('refuses once and changes nothing when the other node has a cache of its own, then lands', async () => {
-    const dataDir = await tempDataDir();
-    const a = await started(startInProcess({ dataDir, env: { NARWAL_CACHE_DIR: join(dataDir, 'cache-a') } }));
-    const b = await started(startInProcess({ dataDir, env: { NARWAL_CACHE_DIR: join(dataDir, 'cache-b') } }));
-    const home = await makeHome();
-    const work = await workRepo(home, 1);
-    await gitOk(['push', `${a.authUrl}/start/pack.git`, 'main'], { cwd: work, home });
-    await commitFile(work, home, 'b.txt', 'b\n');
-    await gitOk(['push', `${b.authUrl}/start/pack.git`, 'main'], { cwd: work, home });
+    const { dataDir, work, home, split } = await movedByAnotherNode('start/pack', {
+      a: { NARWAL_CACHE_DIR: 'cache-a' },
+      b: { NARWAL_CACHE_DIR: 'cache-b' },
+    });
     // A new branch on the commit only b has seen: a receives the pack against the objects of its
     // own cache (a separate one here, unlike a deployment's), which lack the parent.
     const head = await commitFile(work, home, 'topic.txt', 'topic\n');
-    const split = await splitProxy(b.url, a.url);
     const first = await git(['push', `${split}/start/pack.git`, 'HEAD:refs/heads/topic'], {
       cwd: work,
       home,
