@@ -307,6 +307,7 @@ export async function receivePack(
     body,
     // When git gave up before asking for a decision (a pack whose bases the node's objects lack,
     // say, because the client read a newer index elsewhere), the next push reads the index first.
+    // git's probe POST before a large push ends the same way: its real POST pays that one read.
     ...(recent ? { undecided: () => deps.wal.unconfirm(repo) } : {}),
     who: {
       token: principal?.name ?? 'anonymous',
