@@ -68,6 +68,9 @@ export async function startProcess(options: {
     env: { PATH: process.env.PATH, NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, NARWAL_QUIET: '1', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // 'close' comes after the process exits and its output pipes are drained, so output() then
+  // holds every line it printed.
+  const closed = new Promise((done) => child.once('close', done));
   let stderr = '';
   let out = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -89,10 +92,8 @@ export async function startProcess(options: {
     /** Everything the process printed so far: stdout, then stderr (its log lines). */
     output: () => `${out}${stderr}`,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((done) => child.once('exit', done));
-      child.kill('SIGTERM');
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await closed;
     },
   };
 }

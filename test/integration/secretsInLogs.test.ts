@@ -85,6 +85,8 @@ describe('secrets in logs', () => {
     });
     expect(lookup.status).toBe(503);
 
+    // Read only once both have exited: a log line may still be in the pipe after its response.
+    await Promise.all([node.stop(), failing.stop()]);
     const printed = `${node.output()}\n${failing.output()}`;
     const lines = printed.split('\n').filter((l) => l.startsWith('{'));
     const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.message === 'request');
