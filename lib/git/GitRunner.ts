@@ -5,7 +5,6 @@
  * git treats as protected config.
  */
 import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
-import { setPriority } from 'node:os';
 import type { GitBudget } from './GitBudget.js';
 
 export interface GitSpawnOptions {
@@ -71,15 +70,18 @@ export class GitRunner {
   async spawn(args: readonly string[], options: GitSpawnOptions = {}): Promise<ChildProcess> {
     const release = options.withinSlot ? () => {} : await this.#budget.acquire();
     try {
-      const child = spawn(this.#binary, ['-c', 'safe.directory=*', ...args], {
+      const gitArgs = ['-c', 'safe.directory=*', ...args];
+      // nice(1) lowers the priority before git starts, so everything git starts inherits it.
+      const [command, commandArgs] = options.background
+        ? ['nice', ['-n', String(BACKGROUND_NICE), this.#binary, ...gitArgs]]
+        : [this.#binary, gitArgs];
+      const child = spawn(command, commandArgs, {
         cwd: options.cwd,
         env: { ...this.#env, ...options.env },
         stdio: options.stdio ?? ['pipe', 'pipe', 'pipe'],
       });
       child.once('close', release);
       child.once('error', release);
-      // Set before git starts its own children (pack-objects of a repack), which inherit it.
-      if (options.background && child.pid !== undefined) lowerPriority(child.pid);
       return child;
     } catch (error) {
       release();
@@ -114,13 +116,5 @@ export class GitRunner {
     const result = await this.run(args, options);
     if (result.code !== 0) throw new GitFailed(args, result.code, result.stderr);
     return result.stdout;
-  }
-}
-
-function lowerPriority(pid: number): void {
-  try {
-    setPriority(pid, BACKGROUND_NICE);
-  } catch {
-    // The child already exited, or the platform refuses: it only runs at the normal priority.
   }
 }
