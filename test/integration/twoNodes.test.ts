@@ -91,7 +91,7 @@ describe('two nodes sharing one data directory', () => {
     expect(new Set(items.map((item) => item.seq)).size).toBe(51);
   });
 
-  it('lets exactly one of 20 simultaneous pushes to one branch win; the rest hear "fetch first"', async () => {
+  it('lets exactly one of 20 simultaneous pushes to one branch win; the rest are refused', async () => {
     const work = await workRepo(home, 1);
     const repo = 'shared/contended';
     await gitOk(['push', `${a.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
@@ -104,7 +104,11 @@ describe('two nodes sharing one data directory', () => {
     );
     const winners = names.filter((_, i) => results[i]?.code === 0);
     expect(winners).toHaveLength(1);
-    for (const r of results.filter((r) => r.code !== 0)) expect(r.stderr).toContain('fetch first');
+    // A loser hears `fetch first`; one whose advertisement already showed the winner (all the
+    // candidates share one repository, so it has the winner's commit) is refused as
+    // non-fast-forward by git itself.
+    for (const r of results.filter((r) => r.code !== 0))
+      expect(r.stderr).toMatch(/\[(remote )?rejected\] .* \((fetch first|non-fast-forward)\)/);
     expect(results.some((r) => serverFailure(r.stderr))).toBe(false);
 
     const loaded = await wal.readIndexFully(repo);
