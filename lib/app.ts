@@ -22,6 +22,7 @@ import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { installHooks } from './git/hookScript.js';
 import { installPackCacheHook } from './git/packCacheHook.js';
+import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
 import { createHandler } from './http/createHandler.js';
 import { createTransferRouter } from './http/transferRouter.js';
@@ -60,6 +61,12 @@ export interface App {
   /** Waits for background work, then removes this node's private directory. */
   close(): Promise<void>;
 }
+
+/**
+ * Memory for answers git gave about ref states (RefAnswers.ts): 32 MiB holds the ref listings of
+ * many repositories of thousands of refs; one of 100,000 refs (about 6 MiB) still fits.
+ */
+const REF_ANSWER_BYTES = 32 * 1024 ** 2;
 
 /** The S3 SDK is loaded only when configured, so the embedded default starts without it. */
 export async function createStore(config: Config, logger?: Logger): Promise<ObjectStore> {
@@ -191,6 +198,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     logger,
     hooksDir,
     packObjectsHook,
+    refAnswers: new RefAnswers({ maxBytes: REF_ANSWER_BYTES }),
     gitAgent,
     scratchRoot,
     afterPublish,

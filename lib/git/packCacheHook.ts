@@ -11,6 +11,11 @@
  * taken over when its holder died) rather than pack the same objects again. Anything else - a
  * fetch with haves, a shallow or partial clone - runs pack-objects as usual.
  *
+ * When narwal has recognised the request as a full clone too, it passes its own name for it in
+ * NARWAL_CLONE_KEY (protocol/fullClone.ts), and the hook links the pack under that name as well:
+ * from then on narwal answers identical clones from the file itself (clonePack.ts), and
+ * upload-pack and this hook run only for the first.
+ *
  * A shell script because upload-pack starts it for every fetch: a few coreutils processes cost a
  * millisecond or two, a runtime would cost more than the pack.
  */
@@ -19,6 +24,9 @@ import { join } from 'node:path';
 
 /** The directory, inside a generation, that holds its cached packs. */
 export const PACK_CACHE_DIR = 'narwal-packs';
+
+/** The suffix of the second name a full clone's pack gets, `<key>.clone` (fullClone.ts). */
+export const CLONE_SUFFIX = '.clone';
 
 /** How long a clone waits for an identical one to finish packing before it packs on its own. */
 export const WAIT_SECONDS = 120;
@@ -36,13 +44,20 @@ cat >"$in" || { rm -f "$in"; exit 1; }
 if [ "$(grep -v -e '^$' "$in" | tail -n 1)" != "--not" ] || [ "$(grep -c -e '^-' "$in")" != 1 ]; then
   "$@" <"$in"; status=$?; rm -f "$in"; exit $status
 fi
+# narwal names the same pack by what the clone asked for (NARWAL_CLONE_KEY, fullClone.ts) and
+# then sends it itself, without running upload-pack: a second name for the same file.
+alias_pack() {
+  case "$NARWAL_CLONE_KEY" in ""|*[!0-9a-f]*) return 0 ;; esac
+  ln -f "$pack" "$cache/$NARWAL_CLONE_KEY${CLONE_SUFFIX}" 2>/dev/null
+  return 0
+}
 key=$({ printf '%s\\n' "$@"; cat "$in"; } | sha256sum | cut -c1-64)
 pack="$cache/$key.pack"
 lock="$cache/$key.lock"
 me="$(hostname 2>/dev/null) $$"
 waited=0
 while :; do
-  if [ -f "$pack" ]; then rm -f "$in"; exec cat "$pack"; fi
+  if [ -f "$pack" ]; then rm -f "$in"; alias_pack; exec cat "$pack"; fi
   if (set -C; echo "$me" >"$lock") 2>/dev/null; then break; fi
   # Someone else packs the same objects: wait for the file, unless the lock's holder is gone.
   holder=$(cat "$lock" 2>/dev/null)
@@ -58,7 +73,7 @@ part="$cache/.$key.$$"
 { "$@" <"$in"; echo $? >"$part.status"; } | tee "$part"
 sent=$?
 status=$(cat "$part.status" 2>/dev/null || echo 1)
-[ "$status" = 0 ] && [ "$sent" = 0 ] && mv -f "$part" "$pack"
+[ "$status" = 0 ] && [ "$sent" = 0 ] && mv -f "$part" "$pack" && alias_pack
 rm -f "$part" "$part.status" "$lock" "$in"
 [ "$status" = 0 ] || exit "$status"
 [ "$sent" = 0 ]

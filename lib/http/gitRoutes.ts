@@ -11,13 +11,16 @@ import { Readable } from 'node:stream';
 import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import type { CacheTarget, Generation, RepoCache } from '../cache/RepoCache.js';
-import { type ChildExit, childBody, childExit, firstOutput } from '../git/childOutput.js';
+import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
+import { clonePackBody, openClonePack } from '../git/clonePack.js';
 import { Busy } from '../git/GitBudget.js';
 import type { GitRunner } from '../git/GitRunner.js';
+import { RefAnswers } from '../git/RefAnswers.js';
 import { type ReceivePackDeps, runReceivePack } from '../git/receivePack.js';
 import { SidebandProgress } from '../git/sidebandProgress.js';
 import { gitProtocolEnv, uploadPackConfig, wantsProtocolV1, wantsProtocolV2 } from '../git/uploadPack.js';
 import type { Logger } from '../log.js';
+import { fullCloneOf } from '../protocol/fullClone.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
 import { receivePackAdvertisement } from '../protocol/receivePackAdvertisement.js';
 import { classifyUploadPackRequest, predictedPrefix } from '../protocol/uploadPackRequest.js';
@@ -49,6 +52,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly packObjectsHook: string | null;
   /** The `agent=` of advertisements narwal writes itself: the server's git, e.g. `git/2.39.5`. */
   readonly gitAgent: string;
+  /** Answers upload-pack gave about immutable states, for the same questions again. */
+  readonly refAnswers: RefAnswers;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
 }
@@ -99,9 +104,17 @@ export async function infoRefs(
     recent !== undefined &&
     allows(principal, repo, 'read', { public: recent.index.public });
   const loaded = capabilitiesOnly ? null : await authorizeRead(deps, repo, principal);
+  const target = loaded ? await targetFor(deps, loaded, at) : null;
+  // In protocol v2 the server's first response is the capability advertisement itself, the same
+  // for every repository; in v0 and v1 it is the refs of the state just read.
+  const prefix = v2 ? Buffer.alloc(0) : Buffer.concat([encodePktLine(`# service=${service}\n`), FLUSH_PKT]);
+  const headers = { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE };
+  const key = RefAnswers.key(v2 ? null : target, 'advertise', protocol);
+  const known = deps.refAnswers.get(key);
+  if (known) return { status: 200, headers, body: Buffer.concat([prefix, known]) };
   // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
   // after O(refs) work, and the download waits for the request that needs objects.
-  const generation = loaded ? await deps.cache.advertise(await targetFor(deps, loaded, at)) : null;
+  const generation = target ? await deps.cache.advertise(target) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const child = await spawnReleasing(
     deps.git,
@@ -116,15 +129,10 @@ export async function infoRefs(
     if (e.code !== 0)
       deps.logger.warn('advertisement failed', { repo, service, code: e.code, stderr: e.stderr });
   });
-  // In protocol v2 the server's first response is the capability advertisement itself.
-  const prefix = v2 ? Buffer.alloc(0) : Buffer.concat([encodePktLine(`# service=${service}\n`), FLUSH_PKT]);
-  const headers = { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE };
-  if (generation !== null && !v2) {
-    // Refs: read whole and checked before any byte goes out.
-    const refs = await checkedRefs(child, exit, generation, 'upload-pack');
-    return { status: 200, headers, body: Buffer.concat([prefix, refs]) };
-  }
-  return { status: 200, headers, body: childBody(child, prefix) };
+  // Read whole (refs checked) before any byte goes out; small either way.
+  const answer = await checkedRefs(child, exit, v2 ? null : generation, 'upload-pack');
+  deps.refAnswers.set(key, answer);
+  return { status: 200, headers, body: Buffer.concat([prefix, answer]) };
 }
 
 /**
@@ -136,13 +144,13 @@ export async function infoRefs(
 async function checkedRefs(
   child: ChildProcess,
   exit: Promise<ChildExit>,
-  generation: Generation,
+  generation: Generation | null,
   service: string,
 ): Promise<Buffer> {
   const chunks: Buffer[] = [];
   child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
   const finished = await exit;
-  if (!(await exists(join(generation.dir, 'packed-refs')))) throw cacheChanged();
+  if (generation && !(await exists(join(generation.dir, 'packed-refs')))) throw cacheChanged();
   if (finished.code !== 0) throw gitRefused(service, finished.stderr);
   return Buffer.concat(chunks);
 }
@@ -157,17 +165,26 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-/** A v2 ls-refs on a leased generation, answered whole once checked (see checkedRefs). */
+/**
+ * A v2 ls-refs about `target`: the answer git gave to the same request about the same state, or
+ * git's answer on a leased generation, whole once checked (see checkedRefs).
+ */
 async function lsRefs(
   deps: GitRouteDeps,
-  generation: Generation,
+  target: CacheTarget,
   request: Buffer,
   protocol: string | undefined,
 ): Promise<CoreResponse> {
-  const { child, exit } = await spawnUploadPack(deps, generation, protocol);
-  child.stdin?.on('error', () => {});
-  child.stdin?.end(request);
-  const refs = await checkedRefs(child, exit, generation, 'upload-pack');
+  const key = RefAnswers.key(target, 'ls-refs', protocol, request);
+  let refs = deps.refAnswers.get(key);
+  if (refs === undefined) {
+    const generation = await deps.cache.advertise(target);
+    const { child, exit } = await spawnUploadPack(deps, generation, { protocol });
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(request);
+    refs = await checkedRefs(child, exit, generation, 'upload-pack');
+    deps.refAnswers.set(key, refs);
+  }
   return {
     status: 200,
     headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
@@ -196,23 +213,38 @@ export async function uploadPack(
   // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs).
   const early = v2 ? await readAll(body) : null;
   if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
-    return lsRefs(deps, await deps.cache.advertise(target), early, protocol);
+    return lsRefs(deps, target, early, protocol);
   }
-  if (await deps.cache.isComplete(target)) {
-    return startUploadPack(
-      deps,
-      await deps.cache.read(target),
-      early ? Readable.from([early]) : body,
+  if (deps.packObjectsHook === null && (await deps.cache.isComplete(target))) {
+    return startUploadPack(deps, await deps.cache.read(target), early ? Readable.from([early]) : body, {
       protocol,
-    );
+    });
   }
-  // The repository must be prepared first. The request is small: read it to learn what it needs.
+  // The request is small: read it to learn what it needs.
   const bytes = early ?? (await readAll(body));
+  const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
+  const cloneEnv: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
+  if (await deps.cache.isComplete(target)) {
+    const generation = await deps.cache.read(target);
+    const cached = clone ? await openClonePack(generation.dir, clone) : null;
+    if (clone && cached) {
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
+        body: clonePackBody(clone, cached, () => void generation.release()),
+      };
+    }
+    return startUploadPack(deps, generation, Readable.from([bytes]), { protocol, env: cloneEnv });
+  }
+  // The repository must be prepared first.
   const kind = classifyUploadPackRequest(bytes, v2);
   const refs = kind.wantRefs.length > 0 ? await target.refs() : new Map<string, RefValue>();
   const prefix = predictedPrefix(kind, v2, (ref) => refs.get(ref === 'HEAD' ? target.head : ref)?.oid);
   if (prefix === null) {
-    return startUploadPack(deps, await deps.cache.read(target), Readable.from([bytes]), protocol);
+    return startUploadPack(deps, await deps.cache.read(target), Readable.from([bytes]), {
+      protocol,
+      env: cloneEnv,
+    });
   }
   // git's answer starts with known bytes and then the sideband: answer at once and report the
   // preparation as progress, as git reports its own while it counts and compresses objects.
@@ -223,7 +255,7 @@ export async function uploadPack(
       await generation.release();
       return;
     }
-    const { child } = await spawnUploadPack(deps, generation, protocol);
+    const { child } = await spawnUploadPack(deps, generation, { protocol, env: cloneEnv });
     progress.body.once('close', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     });
@@ -250,9 +282,9 @@ async function startUploadPack(
   deps: GitRouteDeps,
   generation: Generation,
   body: Readable,
-  protocol: string | undefined,
+  options: UploadPackOptions,
 ): Promise<CoreResponse> {
-  const { child, exit } = await spawnUploadPack(deps, generation, protocol);
+  const { child, exit } = await spawnUploadPack(deps, generation, options);
   let inputError: Error | undefined;
   onBodyError(body, (error) => {
     inputError ??= error;
@@ -390,16 +422,23 @@ async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIn
 }
 
 /** Starts upload-pack on a leased generation; the lease goes when git exits. */
+interface UploadPackOptions {
+  /** The client's `Git-Protocol` header. */
+  readonly protocol: string | undefined;
+  /** More environment: NARWAL_CLONE_KEY names a full clone's pack for the pack cache hook. */
+  readonly env?: Record<string, string>;
+}
+
 async function spawnUploadPack(
   deps: GitRouteDeps,
   generation: Generation,
-  protocol: string | undefined,
+  options: UploadPackOptions,
 ): Promise<{ child: ChildProcess; exit: Promise<ChildExit> }> {
   const child = await spawnReleasing(
     deps.git,
     generation,
     [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
-    { env: gitProtocolEnv(protocol) },
+    { env: { ...gitProtocolEnv(options.protocol), ...options.env } },
   );
   const exit = childExit(child);
   void exit.then(() => generation.release());

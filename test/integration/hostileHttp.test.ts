@@ -688,11 +688,13 @@ describe('hostile HTTP, case by case', () => {
     const stalled = [
       stall('git-upload-pack', fetch.body),
       stall('git-upload-pack', fetch.body),
-      stall('git-receive-pack', push.body),
-      stall('git-receive-pack', push.body),
+      ...Array.from({ length: GIT_CHILDREN }, () => stall('git-receive-pack', push.body)),
     ];
-    // While they stall they hold every git slot (and a read lease each)...
+    // A fetch request is read whole before anything is leased or started for it, so the stalled
+    // fetches hold nothing. The stalled pushes, streamed into git, hold every git slot (and a
+    // read lease each)...
     expect(await eventually(async () => (await leases()) >= GIT_CHILDREN, 3_000)).toBe(true);
+    expect(await leases()).toBe(GIT_CHILDREN);
     const busy = await rawRequest(server.url, {
       head: head('GET', `/${REPO}.git/info/refs?service=git-upload-pack`, { Authorization: AUTH }),
       deadlineMs: 5_000,

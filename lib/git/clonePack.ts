@@ -1,0 +1,84 @@
+/**
+ * Full clones answered without git: once upload-pack has served a full clone of a generation,
+ * the pack cache hook gives that pack a second name from what the clone asked for
+ * (`<key>.clone`, protocol/fullClone.ts). The next identical clone is answered from that file
+ * here, framed exactly as upload-pack frames a pack (the preamble, the pack on sideband band 1,
+ * a flush-pkt), so a clone storm costs file reads, not an upload-pack, a hook and a relay per
+ * clone. A generation is immutable and its cached packs go with it, so the name never goes stale.
+ */
+import { constants } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import type { FullClone } from '../protocol/fullClone.js';
+import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js';
+import { CLONE_SUFFIX, PACK_CACHE_DIR } from './packCacheHook.js';
+
+/** A pack's 12-byte header and 20-byte trailer: anything shorter is not a pack. */
+const MIN_PACK_BYTES = 32;
+const READ_BYTES = 256 * 1024;
+
+/** The cached pack of `clone` in the generation at `dir`, open for reading; null if none. */
+export async function openClonePack(dir: string, clone: FullClone): Promise<FileHandle | null> {
+  let handle: FileHandle;
+  try {
+    handle = await open(join(dir, PACK_CACHE_DIR, `${clone.key}${CLONE_SUFFIX}`), constants.O_RDONLY);
+  } catch {
+    return null;
+  }
+  const size = await handle.stat().then(
+    (s) => s.size,
+    () => 0,
+  );
+  if (size >= MIN_PACK_BYTES) return handle;
+  await handle.close();
+  return null;
+}
+
+/**
+ * upload-pack's answer to `clone`, read from `pack`; the handle is closed and `done` called once
+ * the answer is sent or abandoned. A read failure midway is reported on band 3, which git prints
+ * and fails on.
+ */
+export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => void): Readable {
+  async function* frames(): AsyncGenerator<Buffer> {
+    yield encodePktLine(clone.preamble);
+    // The file is read straight into the packets' data parts, several per read, so no byte of
+    // the pack is copied in this process.
+    const slots = Math.ceil(READ_BYTES / clone.sidebandData);
+    try {
+      for (;;) {
+        const packets = Array.from({ length: slots }, () => Buffer.allocUnsafe(HEADER + clone.sidebandData));
+        const { bytesRead } = await pack.readv(packets.map((p) => p.subarray(HEADER)));
+        if (bytesRead === 0) break;
+        let left = bytesRead;
+        for (const packet of packets) {
+          if (left === 0) break;
+          const data = Math.min(left, clone.sidebandData);
+          packet.write((HEADER + data).toString(16).padStart(4, '0'), 0, 'latin1');
+          packet[4] = 1;
+          yield packet.subarray(0, HEADER + data);
+          left -= data;
+        }
+      }
+    } catch (error) {
+      yield* encodeSideband(
+        3,
+        `narwal: reading the cached pack failed (${String(error)}); retry the clone\n`,
+      );
+      return;
+    }
+    yield FLUSH_PKT;
+  }
+  const body = Readable.from(frames(), { objectMode: false });
+  let finished = false;
+  body.once('close', () => {
+    if (finished) return;
+    finished = true;
+    void pack.close().finally(done);
+  });
+  return body;
+}
+
+/** A sideband packet's pkt-len and band byte. */
+const HEADER = 5;
