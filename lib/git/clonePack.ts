@@ -16,7 +16,11 @@ import { CLONE_SUFFIX, PACK_CACHE_DIR } from './packCacheHook.js';
 
 /** A pack's 12-byte header and 20-byte trailer: anything shorter is not a pack. */
 const MIN_PACK_BYTES = 32;
-const READ_BYTES = 256 * 1024;
+/** Per read: 16 side-band-64k packets. A clone in flight holds about this much, where the
+ * upload-pack it replaces held some 26 MiB; larger reads cost less CPU per byte. */
+const READ_BYTES = 1024 * 1024;
+/** Buffers per read, well under IOV_MAX (1024): the 995-byte packets of `side-band` are many. */
+const MAX_SLOTS = 256;
 
 /** The cached pack of `clone` in the generation at `dir`, open for reading; null if none. */
 export async function openClonePack(dir: string, clone: FullClone): Promise<FileHandle | null> {
@@ -45,7 +49,7 @@ export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => vo
     yield encodePktLine(clone.preamble);
     // The file is read straight into the packets' data parts, several per read, so no byte of
     // the pack is copied in this process.
-    const slots = Math.ceil(READ_BYTES / clone.sidebandData);
+    const slots = Math.min(MAX_SLOTS, Math.ceil(READ_BYTES / clone.sidebandData));
     try {
       for (;;) {
         const packets = Array.from({ length: slots }, () => Buffer.allocUnsafe(HEADER + clone.sidebandData));
