@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { PreconditionFailed } from '../../../lib/store/errors.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
-import type { PutBody, PutOptions, PutResult } from '../../../lib/store/ObjectStore.js';
+import type {
+  GetOptions,
+  NotModified,
+  PutBody,
+  PutOptions,
+  PutResult,
+  StoredObject,
+} from '../../../lib/store/ObjectStore.js';
 import { Publisher, type PublishResult } from '../../../lib/wal/Publisher.js';
 import { Wal } from '../../../lib/wal/Wal.js';
 import { CountingStore, cmd, oid, oidsOf, push, useTempRoots, ZERO_OID } from './walHelpers.js';
@@ -142,6 +149,46 @@ describe('Publisher: two nodes sharing one store', () => {
     // The lost CAS, then one that carried both pushes.
     expect(store.indexCasCount()).toBe(2);
     expect(second?.loaded.etag).toBe(first.loaded.etag);
+  });
+
+  it('reads the index beside each CAS once it lost a race, so the next lost race retries at once', async () => {
+    const inner = new FsObjectStore(await tempRoot());
+    await new Wal(inner).createRepo(REPO, { public: false });
+    /** Index operations of node A, in the order A starts them. */
+    const ops: string[] = [];
+    class Tracing extends CountingStore {
+      override get(key: string, options?: GetOptions): Promise<StoredObject | NotModified> {
+        if (key.endsWith('/index.json')) ops.push('read');
+        return super.get(key, options);
+      }
+      override put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {
+        if (key.endsWith('/index.json')) ops.push('cas');
+        return super.put(key, body, options);
+      }
+    }
+    const a = new Publisher(new Wal(new Tracing(inner)), NODE_OPTIONS);
+    const b = new Publisher(new Wal(inner), NODE_OPTIONS);
+    const landed: (number | null)[] = [];
+    landed.push((await a.publish(push(REPO, [cmd('refs/heads/a1', ZERO_OID, oid(1))]))).seq);
+    // B moves the index on; A's next CAS starts from the index it knows and loses.
+    landed.push((await b.publish(push(REPO, [cmd('refs/heads/b1', ZERO_OID, oid(2))]))).seq);
+    ops.length = 0;
+    landed.push((await a.publish(push(REPO, [cmd('refs/heads/a2', ZERO_OID, oid(3))]))).seq);
+    // Not yet contended: the lost CAS, then a read before anything else, then the CAS that lands
+    // (from here on with a read beside it).
+    expect(ops).toEqual(['cas', 'read', 'read', 'cas']);
+    landed.push((await b.publish(push(REPO, [cmd('refs/heads/b2', ZERO_OID, oid(4))]))).seq);
+    ops.length = 0;
+    landed.push((await a.publish(push(REPO, [cmd('refs/heads/a3', ZERO_OID, oid(5))]))).seq);
+    // Contended: each CAS goes out with a read beside it, and the retry follows the lost CAS
+    // without reading first.
+    expect(ops).toEqual(['read', 'cas', 'read', 'cas']);
+    expect(landed).toEqual([1, 2, 3, 4, 5]);
+    const loaded = await new Wal(inner).readIndex(REPO);
+    if (loaded === null) throw new Error('index missing');
+    expect(Object.keys(oidsOf(await new Wal(inner).allRefs(loaded.index))).sort()).toEqual(
+      ['a1', 'a2', 'a3', 'b1', 'b2'].map((n) => `refs/heads/${n}`),
+    );
   });
 
   it('gives exactly one node the ref when both push it from the same old value; no lost update', async () => {
