@@ -12,7 +12,7 @@
  * does not know) makes the request an ordinary fetch, which git answers itself.
  */
 import { createHash } from 'node:crypto';
-import { type PktLine, PktLineReader } from './pktLine.js';
+import { completePackets } from './pktLine.js';
 
 export interface FullClone {
   /** Names the pack: the wanted objects and the options that change the pack's bytes. */
@@ -124,18 +124,9 @@ type Packet = string | typeof DELIM | typeof FLUSH;
 
 /** Every packet of a complete body: data lines without their LF, delim and flush as markers. */
 function packetsOf(body: Buffer): Packet[] | null {
-  const reader = new PktLineReader();
-  const packets: Packet[] = [];
-  try {
-    reader.push(body);
-    for (let pkt: PktLine | undefined = reader.next(); pkt !== undefined; pkt = reader.next()) {
-      if (pkt.kind === 'data') packets.push(pkt.payload.toString('utf8').replace(/\n$/, ''));
-      else if (pkt.kind === 'delim') packets.push(DELIM);
-      else if (pkt.kind === 'flush') packets.push(FLUSH);
-      else return null;
-    }
-  } catch {
-    return null;
-  }
-  return reader.buffered === 0 ? packets : null;
+  const packets = completePackets(body);
+  if (packets === null || packets.some((p) => p.kind === 'response-end')) return null;
+  return packets.map((p) =>
+    p.kind === 'data' ? p.payload.toString('utf8').replace(/\n$/, '') : p.kind === 'delim' ? DELIM : FLUSH,
+  );
 }

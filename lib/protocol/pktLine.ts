@@ -189,3 +189,16 @@ export function parsePktLines(buf: Buffer): PktLine[] {
   }
   return packets;
 }
+
+/** Every packet of a complete body, or null when it is malformed or ends inside a packet. */
+export function completePackets(body: Buffer): PktLine[] | null {
+  const reader = new PktLineReader();
+  const packets: PktLine[] = [];
+  try {
+    reader.push(body);
+    for (let pkt = reader.next(); pkt !== undefined; pkt = reader.next()) packets.push(pkt);
+  } catch {
+    return null;
+  }
+  return reader.buffered === 0 ? packets : null;
+}

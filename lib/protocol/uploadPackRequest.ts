@@ -15,7 +15,7 @@
  * updates come first only with deepen or shallow lines, and the pack follows on the sideband
  * when the client asked for side-band or side-band-64k.
  */
-import { DELIM_PKT, encodePktLine, type PktLine, PktLineReader } from './pktLine.js';
+import { completePackets, DELIM_PKT, encodePktLine } from './pktLine.js';
 
 export interface UploadPackRequest {
   /** `fetch` for v0/v1; the v2 command otherwise (`ls-refs`, `fetch`, `object-info`...). */
@@ -92,16 +92,12 @@ function classifyV0(lines: readonly (string | null)[]): UploadPackRequest {
 }
 /** Data lines without their LF; a delim-pkt as null; flush and response-end dropped. */
 function dataLines(body: Buffer): (string | null)[] | null {
-  const reader = new PktLineReader();
+  const packets = completePackets(body);
+  if (packets === null) return null;
   const lines: (string | null)[] = [];
-  try {
-    reader.push(body);
-    for (let pkt: PktLine | undefined = reader.next(); pkt !== undefined; pkt = reader.next()) {
-      if (pkt.kind === 'data') lines.push(pkt.payload.toString('utf8').replace(/\n$/, ''));
-      else if (pkt.kind === 'delim') lines.push(null);
-    }
-  } catch {
-    return null;
+  for (const pkt of packets) {
+    if (pkt.kind === 'data') lines.push(pkt.payload.toString('utf8').replace(/\n$/, ''));
+    else if (pkt.kind === 'delim') lines.push(null);
   }
-  return reader.buffered === 0 ? lines : null;
+  return lines;
 }
