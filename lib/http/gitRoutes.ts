@@ -215,7 +215,8 @@ export async function uploadPack(
   if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
     return lsRefs(deps, target, early, protocol);
   }
-  if (deps.packObjectsHook === null && (await deps.cache.isComplete(target))) {
+  const complete = await deps.cache.isComplete(target);
+  if (complete && deps.packObjectsHook === null) {
     return startUploadPack(deps, await deps.cache.read(target), early ? Readable.from([early]) : body, {
       protocol,
     });
@@ -224,7 +225,7 @@ export async function uploadPack(
   const bytes = early ?? (await readAll(body));
   const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
   const cloneEnv: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
-  if (await deps.cache.isComplete(target)) {
+  if (complete) {
     const generation = await deps.cache.read(target);
     const cached = clone ? await openClonePack(generation.dir, clone) : null;
     if (clone && cached) {
