@@ -47,23 +47,28 @@ export async function openClonePack(dir: string, clone: FullClone): Promise<File
 export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => void): Readable {
   async function* frames(): AsyncGenerator<Buffer> {
     yield encodePktLine(clone.preamble);
-    // The file is read straight into the packets' data parts, several per read, so no byte of
-    // the pack is copied in this process.
+    // The file is read straight into the packets' data parts, several per read and all in one
+    // buffer, so no byte of the pack is copied in this process and each read is one chunk.
+    const size = HEADER + clone.sidebandData;
     const slots = Math.min(MAX_SLOTS, Math.ceil(READ_BYTES / clone.sidebandData));
     try {
       for (;;) {
-        const packets = Array.from({ length: slots }, () => Buffer.allocUnsafe(HEADER + clone.sidebandData));
-        const { bytesRead } = await pack.readv(packets.map((p) => p.subarray(HEADER)));
+        const chunk = Buffer.allocUnsafe(slots * size);
+        const parts = Array.from({ length: slots }, (_, i) =>
+          chunk.subarray(i * size + HEADER, (i + 1) * size),
+        );
+        const { bytesRead } = await pack.readv(parts);
         if (bytesRead === 0) break;
         let left = bytesRead;
-        for (const packet of packets) {
-          if (left === 0) break;
+        let end = 0;
+        while (left > 0) {
           const data = Math.min(left, clone.sidebandData);
-          packet.write((HEADER + data).toString(16).padStart(4, '0'), 0, 'latin1');
-          packet[4] = 1;
-          yield packet.subarray(0, HEADER + data);
+          chunk.write((HEADER + data).toString(16).padStart(4, '0'), end, 'latin1');
+          chunk[end + 4] = 1;
+          end += HEADER + data;
           left -= data;
         }
+        yield chunk.subarray(0, end);
       }
     } catch (error) {
       yield* encodeSideband(

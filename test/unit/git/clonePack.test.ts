@@ -62,6 +62,18 @@ describe('cached clone packs', () => {
     });
   }
 
+  it('frames a pack that ends exactly where a read does', async () => {
+    // side-band packets carry 995 bytes and a read fills 256 of them: two whole reads.
+    const clone = { key: KEY, preamble: 'NAK\n', sidebandData: 995 };
+    const content = Buffer.concat([Buffer.from('PACK'), randomBytes(2 * 256 * 995 - 4)]);
+    const { packets } = await answer(clone, content);
+    const data = packets.slice(1, -1).map((p) => (p.kind === 'data' ? p.payload : Buffer.alloc(0)));
+    expect(data).toHaveLength(2 * 256);
+    expect(data.every((p) => p.length === 996 && p[0] === 1)).toBe(true);
+    expect(Buffer.concat(data.map((p) => p.subarray(1))).equals(content)).toBe(true);
+    expect(packets.at(-1)).toEqual({ kind: 'flush' });
+  });
+
   it('opens nothing when there is no cached pack or it is too short to be one', async () => {
     const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
     expect(await openClonePack(await generationWith(null), clone)).toBeNull();
