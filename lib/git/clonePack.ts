@@ -10,6 +10,7 @@ import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import type { RecyclingBody } from '../http/types.js';
 import type { FullClone } from '../protocol/fullClone.js';
 import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from './packCacheHook.js';
@@ -44,7 +45,14 @@ export async function openClonePack(dir: string, clone: FullClone): Promise<File
  * the answer is sent or abandoned. A read failure midway is reported on band 3, which git prints
  * and fails on.
  */
-export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => void): Readable {
+export function clonePackBody(
+  clone: FullClone,
+  pack: FileHandle,
+  done: () => void,
+): Readable & RecyclingBody {
+  // Buffers given out, by their memory, and those given back to be filled again.
+  const lent = new Map<ArrayBufferLike, Buffer>();
+  const spare: Buffer[] = [];
   async function* frames(): AsyncGenerator<Buffer> {
     yield encodePktLine(clone.preamble);
     // The file is read straight into the packets' data parts, several per read and all in one
@@ -53,7 +61,7 @@ export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => vo
     const slots = Math.min(MAX_SLOTS, Math.ceil(READ_BYTES / clone.sidebandData));
     try {
       for (;;) {
-        const chunk = Buffer.allocUnsafe(slots * size);
+        const chunk = spare.pop() ?? Buffer.allocUnsafeSlow(slots * size);
         const parts = Array.from({ length: slots }, (_, i) =>
           chunk.subarray(i * size + HEADER, (i + 1) * size),
         );
@@ -68,6 +76,7 @@ export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => vo
           end += HEADER + data;
           left -= data;
         }
+        lent.set(chunk.buffer, chunk);
         yield chunk.subarray(0, end);
       }
     } catch (error) {
@@ -79,7 +88,14 @@ export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => vo
     }
     yield FLUSH_PKT;
   }
-  const body = Readable.from(frames(), { objectMode: false });
+  const body = Object.assign(Readable.from(frames(), { objectMode: false }), {
+    recycle(chunk: Buffer) {
+      const whole = lent.get(chunk.buffer);
+      if (!whole) return;
+      lent.delete(chunk.buffer);
+      if (spare.length < SPARE_CHUNKS) spare.push(whole);
+    },
+  });
   let finished = false;
   body.once('close', () => {
     if (finished) return;
@@ -88,6 +104,9 @@ export function clonePackBody(clone: FullClone, pack: FileHandle, done: () => vo
   });
   return body;
 }
+
+/** Chunks kept to be filled again: one being written while the next is read is the steady state. */
+const SPARE_CHUNKS = 2;
 
 /** A sideband packet's pkt-len and band byte. */
 const HEADER = 5;

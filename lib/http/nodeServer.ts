@@ -11,7 +11,13 @@ import type { Duplex, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../log.js';
 import { clientErrorResponse, connectRefused } from './errorResponse.js';
-import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
+import {
+  type CoreHandler,
+  type CoreRequest,
+  type CoreResponse,
+  type RecyclingBody,
+  recycles,
+} from './types.js';
 
 export interface NodeServerOptions {
   /** Slow clients are cut off: headers must arrive within this... */
@@ -80,6 +86,25 @@ function writeRaw(socket: Duplex, response: CoreResponse): void {
   socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]));
 }
 
+/**
+ * Writes `body` a chunk at a time, each handed back to the body once node has written it (its
+ * write callback), so the body can fill it again. A client that goes away ends the loop, which
+ * destroys the body.
+ */
+async function writeRecycling(body: Readable & RecyclingBody, res: ServerResponse): Promise<void> {
+  const gone = new Promise<never>((_, reject) =>
+    res.once('close', () => reject(new Error('the client closed the connection'))),
+  );
+  gone.catch(() => {});
+  const written = (chunk: Buffer) =>
+    new Promise<void>((resolve, reject) => res.write(chunk, (error) => (error ? reject(error) : resolve())));
+  for await (const chunk of body) {
+    await Promise.race([written(chunk as Buffer), gone]);
+    body.recycle(chunk as Buffer);
+  }
+  await Promise.race([new Promise<void>((resolve) => res.end(resolve)), gone]);
+}
+
 async function serve(
   handler: CoreHandler,
   logger: Logger,
@@ -104,7 +129,8 @@ async function serve(
   res.writeHead(response.status, response.headers);
   try {
     if (Buffer.isBuffer(response.body)) res.end(request.method === 'HEAD' ? undefined : response.body);
-    else await pipeline(response.body as Readable, res);
+    else if (recycles(response.body)) await writeRecycling(response.body, res);
+    else await pipeline(response.body, res);
   } catch (error) {
     logger.warn('response stream ended early', { requestId: request.requestId, error: String(error) });
   } finally {

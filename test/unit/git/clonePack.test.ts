@@ -74,6 +74,27 @@ describe('cached clone packs', () => {
     expect(packets.at(-1)).toEqual({ kind: 'flush' });
   });
 
+  it('fills chunks given back again instead of allocating new ones', async () => {
+    // side-band: 256 packets of 995 bytes per read, so 2 MB is some eight reads.
+    const clone = { key: KEY, preamble: 'NAK\n', sidebandData: 995 };
+    const content = Buffer.concat([Buffer.from('PACK'), randomBytes(2_000_000)]);
+    const pack = await openClonePack(await generationWith(content), clone);
+    if (!pack) throw new Error('not opened');
+    const body = clonePackBody(clone, pack, () => {});
+    const reader = new PktLineReader();
+    const memory = new Set<ArrayBufferLike>();
+    for await (const chunk of body) {
+      reader.push(Buffer.from(chunk as Buffer));
+      if ((chunk as Buffer).length > 1000) memory.add((chunk as Buffer).buffer);
+      body.recycle(chunk as Buffer);
+    }
+    const data: Buffer[] = [];
+    for (let p = reader.next(); p !== undefined; p = reader.next())
+      if (p.kind === 'data' && p.payload[0] === 1) data.push(p.payload.subarray(1));
+    expect(Buffer.concat(data).equals(content)).toBe(true);
+    expect(memory.size).toBeLessThanOrEqual(3);
+  });
+
   it('opens nothing when there is no cached pack or it is too short to be one', async () => {
     const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
     expect(await openClonePack(await generationWith(null), clone)).toBeNull();
