@@ -1,7 +1,9 @@
 /**
- * A clone storm: `clones` bare clones of one URL by `workers` concurrent clients, each into a
- * temporary directory removed as soon as it finishes. Measures throughput, per-clone wall time
- * and the CPU the server (with its git children) and the clients spent.
+ * A clone storm: at least `clones` bare clones of one URL by `workers` concurrent clients, and
+ * more until `minMs` have passed, so that a fast server is measured over as long a storm as a slow
+ * one (a storm of a second or two is mostly its ramp up and down). Each git clone goes into a
+ * temporary directory removed as soon as it finishes. Measures throughput, per-clone wall time and
+ * the CPU the server (with its git children) and the clients spent.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -16,6 +18,8 @@ export interface StormOptions {
   readonly server: BenchServer;
   readonly repo: string;
   readonly clones: number;
+  /** No clone starts after this (ms from the start) once `clones` have started; 0: exactly `clones`. */
+  readonly minMs?: number;
   readonly workers: number;
   /** git's protocol.version: 2 is git's default. */
   readonly protocol: 0 | 2;
@@ -33,6 +37,7 @@ export interface StormResult {
   readonly client: ClientKind;
   readonly workers: number;
   readonly protocol: 0 | 2;
+  /** Clones started: `clones` or more, for `minMs`. */
   readonly clones: number;
   readonly failures: number;
   readonly firstError?: string;
@@ -62,8 +67,9 @@ export async function cloneStorm(options: StormOptions): Promise<StormResult> {
   const clientBefore = processCpu('self');
   const machineBefore = machineBusySeconds();
   const started = performance.now();
+  const more = () => next < options.clones || performance.now() - started < (options.minMs ?? 0);
   const worker = async () => {
-    while (next < options.clones) {
+    while (more()) {
       options.signal?.throwIfAborted();
       next++;
       try {
@@ -74,7 +80,8 @@ export async function cloneStorm(options: StormOptions): Promise<StormResult> {
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(options.workers, options.clones) }, worker));
+  const workers = options.minMs ? options.workers : Math.min(options.workers, options.clones);
+  await Promise.all(Array.from({ length: workers }, worker));
   const elapsedMs = performance.now() - started;
   options.signal?.throwIfAborted();
   const serverCpu = cpuDelta(serverBefore, options.server.cpu());
@@ -85,7 +92,7 @@ export async function cloneStorm(options: StormOptions): Promise<StormResult> {
     client: options.client,
     workers: options.workers,
     protocol: options.protocol,
-    clones: options.clones,
+    clones: next,
     failures,
     ...(firstError !== undefined ? { firstError } : {}),
     elapsedMs,

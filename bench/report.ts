@@ -139,7 +139,7 @@ export async function writeReport(
     out.push(
       '## Clone storm',
       '',
-      `The express history (${r.clones.fixture.refs} refs, 6,413 commits), ${r.sizes.clones} clones per server and level, ${r.clones.client === 'wire' ? "clients making the protocol v2 requests of `git clone --bare` and discarding the pack (bench/wireClone.ts): a real client spends about twice the server's CPU indexing the pack, and on two shared CPUs it, not the server, would set the pace" : 'real `git clone --bare` clients on the same CPUs'}. Storms start on an idle machine; one disturbed by other work is run again.`,
+      `The express history (${r.clones.fixture.refs} refs, 6,413 commits). ${stormPlan(r.sizes)} Clients make ${r.clones.client === 'wire' ? "the protocol v2 requests of `git clone --bare` and discard the pack (bench/wireClone.ts): a real client spends about twice the server's CPU indexing the pack, and on two shared CPUs it, not the server, would set the pace" : 'real `git clone --bare` clients on the same CPUs'}. Storms start on an idle machine; one disturbed by other work is run again.`,
       '',
       table(
         [
@@ -151,13 +151,14 @@ export async function writeReport(
           'p90',
           'server CPU / clone',
           'other work',
+          'clones/s per round',
           'seed 000 clones/s (p50 / p90)',
         ],
         levels.flatMap((l) => {
           const peer = l.storms.peer ? summarize(l.storms.peer) : undefined;
           return names.map((name, i) => {
             const storm = l.storms[name];
-            if (!storm) return [String(l.workers), name, '-', '-', '-', '-', '-', '-', '-'];
+            if (!storm) return [String(l.workers), name, '-', '-', '-', '-', '-', '-', '-', '-'];
             const s = summarize(storm);
             const seed = SEED_000.clones[l.workers];
             return [
@@ -169,6 +170,7 @@ export async function writeReport(
               ms(s.p90Ms),
               `${(s.serverCpuPerClone * 1000).toFixed(0)} ms`,
               pct(storm.otherCpu / (storm.elapsedMs / 1000) / storm.cpus),
+              (l.rounds?.[name] ?? []).map((v) => v.toFixed(1)).join(', '),
               i === 0 && seed ? `${seed.clonesPerSecond} (${ms(seed.p50Ms)} / ${ms(seed.p90Ms)})` : '',
             ];
           });
@@ -557,4 +559,14 @@ function pct(share: number): string {
 
 function fmtLoad(values: readonly number[] | undefined): string {
   return values ? values.map((v) => v.toFixed(2)).join(' / ') : '-';
+}
+
+/** How the clone storms were sized, in a sentence or two. */
+function stormPlan(sizes: Readonly<Record<string, unknown>>): string {
+  const rounds = Number(sizes.rounds ?? 1);
+  const seconds = Number(sizes.stormSeconds ?? 0);
+  const each = `at least ${sizes.clones} clones${seconds > 0 ? ` and at least ${seconds} s` : ''}`;
+  return rounds > 1
+    ? `Per server and level, ${rounds} storms of ${each}, the levels taking turns round after round; a level's figures pool its storms (every clone over all their time).`
+    : `Per server and level, one storm of ${each}.`;
 }

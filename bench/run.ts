@@ -7,7 +7,9 @@
  * Options: --quick (about two minutes; CI runs it), --only a,b (phases: sequential, clones,
  * nodes, refs, writers, cold, profile), --latency 30 (narwal's second store latency), --client
  * git|wire (clone storm clients; wire, the default, makes the v2 requests and discards the pack,
- * which leaves the machine to the servers), --clones N, --levels 10,25,50, --pushes N, --refs N,
+ * which leaves the machine to the servers), --clones N (at least, per storm), --storm-seconds S
+ * (and more until S seconds have passed), --rounds N (the clone levels run N times over,
+ * interleaved, and are pooled), --levels 10,25,50, --pushes N, --refs N,
  * --writers 50,100,150, --entries N, --max-other F (rerun a storm when other work used more than
  * this share of the machine), --narwal-rev REV, --narwal-env NARWAL_K=V,... (extra
  * settings for every narwal server), --readme (write the table into README.md; the default for a
@@ -48,6 +50,8 @@ const { values } = parseArgs({
     latency: { type: 'string', default: '30' },
     client: { type: 'string', default: 'wire' },
     clones: { type: 'string' },
+    'storm-seconds': { type: 'string' },
+    rounds: { type: 'string' },
     levels: { type: 'string' },
     pushes: { type: 'string' },
     refs: { type: 'string' },
@@ -69,6 +73,8 @@ const sizes = {
   pushBlock: quick ? 20 : 50,
   levels: values.levels ? values.levels.split(',').map(positive) : quick ? [5, 10] : [10, 25, 50],
   clones: values.clones ? positive(values.clones) : quick ? 10 : 60,
+  stormSeconds: values['storm-seconds'] ? positive(values['storm-seconds']) : quick ? 3 : 8,
+  rounds: values.rounds ? positive(values.rounds) : quick ? 2 : 3,
   nodeWorkers: 4,
   nodePushes: quick ? 6 : 40,
   refs: values.refs ? positive(values.refs) : quick ? 40 : 300,
@@ -192,7 +198,7 @@ try {
 
   if (phases.has('clones')) {
     log(
-      `clone storm: levels ${sizes.levels.join(', ')}, ${sizes.clones} clones per server and level (${client} clients)`,
+      `clone storm: levels ${sizes.levels.join(', ')}, ${sizes.rounds} round(s) of storms of at least ${sizes.clones} clones and ${sizes.stormSeconds} s per server and level (${client} clients)`,
     );
     const fixture = await prepareFixture({ workDir, home, narwalRepoUrl: narwal.repoUrl(REPO) });
     await gitOk(
@@ -205,11 +211,12 @@ try {
     );
     const tmpRoot = join(workDir, 'clones');
     await mkdir(tmpRoot, { recursive: true });
-    const storm = (server: BenchServer, level: Level) =>
+    const storm = (server: BenchServer, level: Level, minMs = sizes.stormSeconds * 1000) =>
       cloneStorm({
         server,
         repo: REPO,
         clones: level.clones,
+        minMs,
         workers: level.workers,
         protocol: level.protocol,
         tmpRoot,
@@ -218,7 +225,7 @@ try {
         signal: abort.signal,
       });
     for (const server of trio) {
-      const warm = await storm(server, { workers: 1, protocol: 2, clones: 1 });
+      const warm = await storm(server, { workers: 1, protocol: 2, clones: 1 }, 0);
       if (warm.failures > 0) throw new Error(`${server.name}: warm-up clone failed: ${warm.firstError}`);
     }
     const { results: levels, discarded } = await runLevels(
@@ -228,6 +235,7 @@ try {
         storm,
         maxOther,
         retries: quick ? 0 : 1,
+        rounds: sizes.rounds,
         idleWaitMs: quick ? 2_000 : 20_000,
         signal: abort.signal,
         log,
