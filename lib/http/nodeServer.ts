@@ -89,7 +89,7 @@ function writeRaw(socket: Duplex, response: CoreResponse): void {
 /**
  * Writes `body` a chunk at a time, each handed back to the body once node has written it (its
  * write callback), so the body can fill it again. A client that goes away ends the loop, which
- * destroys the body.
+ * destroys the body; a body that fails cuts the response off.
  */
 async function writeRecycling(body: Readable & RecyclingBody, res: ServerResponse): Promise<void> {
   const gone = new Promise<never>((_, reject) =>
@@ -98,9 +98,15 @@ async function writeRecycling(body: Readable & RecyclingBody, res: ServerRespons
   gone.catch(() => {});
   const written = (chunk: Buffer) =>
     new Promise<void>((resolve, reject) => res.write(chunk, (error) => (error ? reject(error) : resolve())));
-  for await (const chunk of body) {
-    await Promise.race([written(chunk as Buffer), gone]);
-    body.recycle(chunk as Buffer);
+  try {
+    for await (const chunk of body) {
+      await Promise.race([written(chunk as Buffer), gone]);
+      body.recycle(chunk as Buffer);
+    }
+  } catch (error) {
+    // As pipeline does: a body that fails midway cuts the response off, so the client sees it end.
+    res.destroy(error instanceof Error ? error : new Error(String(error)));
+    throw error;
   }
   await Promise.race([new Promise<void>((resolve) => res.end(resolve)), gone]);
 }

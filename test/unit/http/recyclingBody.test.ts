@@ -107,4 +107,23 @@ describe('recycling response bodies', () => {
     expect(body.destroyed).toBe(true);
     expect(state.given).toBeLessThan(CHUNKS);
   });
+
+  it('cuts the response off when the body fails midway', async () => {
+    async function* failing(): AsyncGenerator<Buffer> {
+      yield Buffer.alloc(1024, 1);
+      throw new Error('disk gone');
+    }
+    const body = Object.assign(Readable.from(failing(), { objectMode: false }), { recycle() {} });
+    const port = await serving(body);
+    const outcome = await new Promise<string>((resolve) => {
+      request({ port, host: '127.0.0.1', path: '/' }, (res) => {
+        res.resume();
+        res.once('end', () => resolve('ended'));
+        res.once('error', () => resolve('cut off'));
+      })
+        .once('error', () => resolve('cut off'))
+        .end();
+    });
+    expect(outcome).toBe('cut off');
+  });
 });
