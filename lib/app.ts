@@ -18,6 +18,7 @@ import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
 import { createEventSinks } from './events/createEventSinks.js';
 import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
+import { ClonePacking } from './git/clonePack.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { installHooks } from './git/hookScript.js';
@@ -67,6 +68,8 @@ export interface App {
  * many repositories of thousands of refs; one of 100,000 refs (about 6 MiB) still fits.
  */
 const REF_ANSWER_BYTES = 32 * 1024 ** 2;
+/** How long a full clone waits for this node's identical one to finish packing before packing itself. */
+const CLONE_PACK_WAIT_MS = 30_000;
 
 /** The S3 SDK is loaded only when configured, so the embedded default starts without it. */
 export async function createStore(config: Config, logger?: Logger): Promise<ObjectStore> {
@@ -199,6 +202,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     hooksDir,
     packObjectsHook,
     refAnswers: new RefAnswers({ maxBytes: REF_ANSWER_BYTES }),
+    clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),
     gitAgent,
     scratchRoot,
     afterPublish,

@@ -10,6 +10,7 @@ import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RecyclingBody } from '../http/types.js';
 import type { FullClone } from '../protocol/fullClone.js';
 import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js';
@@ -103,6 +104,53 @@ export function clonePackBody(
     void pack.close().finally(done);
   });
   return body;
+}
+
+/**
+ * The full clones this node is answering with upload-pack, by generation and clone key. An
+ * identical clone arriving meanwhile waits for the file the pack cache hook names when that pack
+ * is done, and is then answered from it, instead of starting an upload-pack of its own that would
+ * only wait inside the hook for the same pack: a clone storm meeting a new generation costs one
+ * upload-pack, not one per clone in flight (each holding a git slot and relaying through pipes).
+ */
+export class ClonePacking {
+  readonly #running = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: { readonly pollMs: number; readonly maxWaitMs: number }) {}
+
+  /**
+   * The cached pack of `clone` in `dir`, waiting for it (at most maxWaitMs) while an identical
+   * clone of this node is making it. Without a pack the caller runs upload-pack; when `packing` is
+   * given, identical clones wait for it, and the caller must pass it its upload-pack's exit (or
+   * any settled promise if upload-pack did not start).
+   */
+  async open(
+    dir: string,
+    clone: FullClone,
+  ): Promise<{ readonly pack: FileHandle | null; readonly packing?: (exit: Promise<unknown>) => void }> {
+    const key = `${dir}\0${clone.key}`;
+    const started = performance.now();
+    for (;;) {
+      const pack = await openClonePack(dir, clone);
+      if (pack) return { pack };
+      const running = this.#running.get(key);
+      if (running && performance.now() - started >= this.options.maxWaitMs) return { pack: null };
+      if (!running) {
+        // Claimed before any await, so two clones arriving together do not both pack.
+        let settle = () => {};
+        const claim = new Promise<void>((resolve) => {
+          settle = resolve;
+        });
+        this.#running.set(key, claim);
+        const release = () => {
+          settle();
+          if (this.#running.get(key) === claim) this.#running.delete(key);
+        };
+        return { pack: null, packing: (exit) => void exit.then(release, release) };
+      }
+      await Promise.race([running, sleep(this.options.pollMs)]);
+    }
+  }
 }
 
 /** Chunks kept to be filled again: one being written while the next is read is the steady state. */

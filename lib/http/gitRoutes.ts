@@ -12,7 +12,7 @@ import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import type { CacheTarget, Generation, RepoCache } from '../cache/RepoCache.js';
 import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
-import { clonePackBody, openClonePack } from '../git/clonePack.js';
+import { type ClonePacking, clonePackBody } from '../git/clonePack.js';
 import { Busy } from '../git/GitBudget.js';
 import type { GitRunner } from '../git/GitRunner.js';
 import { RefAnswers } from '../git/RefAnswers.js';
@@ -54,6 +54,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly gitAgent: string;
   /** Answers upload-pack gave about immutable states, for the same questions again. */
   readonly refAnswers: RefAnswers;
+  /** Full clones being packed by this node's upload-packs, for identical ones to wait on. */
+  readonly clonePacking: ClonePacking;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
 }
@@ -227,15 +229,24 @@ export async function uploadPack(
   const cloneEnv: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
   if (complete) {
     const generation = await deps.cache.read(target);
-    const cached = clone ? await openClonePack(generation.dir, clone) : null;
-    if (clone && cached) {
+    const cached = clone ? await deps.clonePacking.open(generation.dir, clone) : { pack: null };
+    if (clone && cached.pack) {
       return {
         status: 200,
         headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
-        body: clonePackBody(clone, cached, () => void generation.release()),
+        body: clonePackBody(clone, cached.pack, () => void generation.release()),
       };
     }
-    return startUploadPack(deps, generation, Readable.from([bytes]), { protocol, env: cloneEnv });
+    try {
+      return await startUploadPack(deps, generation, Readable.from([bytes]), {
+        protocol,
+        env: cloneEnv,
+        ...(cached.packing ? { packing: cached.packing } : {}),
+      });
+    } catch (error) {
+      cached.packing?.(Promise.resolve());
+      throw error;
+    }
   }
   // The repository must be prepared first.
   const kind = classifyUploadPackRequest(bytes, v2);
@@ -286,6 +297,7 @@ async function startUploadPack(
   options: UploadPackOptions,
 ): Promise<CoreResponse> {
   const { child, exit } = await spawnUploadPack(deps, generation, options);
+  options.packing?.(exit);
   let inputError: Error | undefined;
   onBodyError(body, (error) => {
     inputError ??= error;
@@ -428,6 +440,8 @@ interface UploadPackOptions {
   readonly protocol: string | undefined;
   /** More environment: NARWAL_CLONE_KEY names a full clone's pack for the pack cache hook. */
   readonly env?: Record<string, string>;
+  /** Told when upload-pack of a full clone starts, with its exit. */
+  readonly packing?: (exit: Promise<unknown>) => void;
 }
 
 async function spawnUploadPack(

@@ -123,6 +123,20 @@ describe('full clones from the cached pack', () => {
     }
   });
 
+  it('packs once for a storm of identical clones meeting a new generation', async () => {
+    await commitFile(work, home, 'storm.txt', 'a generation the storm meets first\n');
+    await gitOk(['push', '--quiet', url, 'main'], { cwd: work, home });
+    const before = await hookRuns();
+    const dirs = await Promise.all(Array.from({ length: 8 }, (_, i) => cloneBare(`new-storm-${i}.git`, 2)));
+    // The first clone's upload-pack packs; the others wait for its file, not in upload-packs of their own.
+    expect(await hookRuns()).toBe(before + 1);
+    const head = await gitOk(['rev-parse', 'main'], { cwd: work, home });
+    for (const dir of dirs) {
+      expect(await gitOk(['--git-dir', dir, 'rev-parse', 'main'], { home })).toBe(head);
+      await gitOk(['--git-dir', dir, 'fsck', '--strict', '--no-dangling'], { home });
+    }
+  });
+
   it('leaves shallow, partial and single-branch clones to git', async () => {
     for (const [i, extra] of [
       ['--depth', '1'],

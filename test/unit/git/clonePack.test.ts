@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { clonePackBody, openClonePack } from '../../../lib/git/clonePack.js';
+import { ClonePacking, clonePackBody, openClonePack } from '../../../lib/git/clonePack.js';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../../../lib/git/packCacheHook.js';
 import type { FullClone } from '../../../lib/protocol/fullClone.js';
 import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
@@ -119,5 +119,57 @@ describe('cached clone packs', () => {
     });
     expect(done).toBe(1);
     expect(body?.destroyed).toBe(true);
+  });
+});
+
+describe('identical clones packing at once', () => {
+  const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+
+  it('lets one clone pack and the others wait for its file', async () => {
+    const dir = await generationWith(null);
+    const packing = new ClonePacking({ pollMs: 5, maxWaitMs: 10_000 });
+    const first = await packing.open(dir, clone);
+    expect(first.pack).toBeNull();
+    expect(first.packing).toBeDefined();
+    let exited = () => {};
+    first.packing?.(
+      new Promise<void>((resolve) => {
+        exited = resolve;
+      }),
+    );
+    const waiting = packing.open(dir, clone);
+    await writeFile(
+      join(dir, PACK_CACHE_DIR, `${KEY}${CLONE_SUFFIX}`),
+      Buffer.concat([Buffer.from('PACK'), randomBytes(100)]),
+    );
+    const second = await waiting;
+    expect(second.pack).not.toBeNull();
+    expect(second.packing).toBeUndefined();
+    await second.pack?.close();
+    exited();
+  });
+
+  it('hands packing on when the first ends without a file, and waits no longer than told', async () => {
+    const dir = await generationWith(null);
+    const packing = new ClonePacking({ pollMs: 5, maxWaitMs: 10_000 });
+    const first = await packing.open(dir, clone);
+    let exited = () => {};
+    first.packing?.(
+      new Promise<void>((resolve) => {
+        exited = resolve;
+      }),
+    );
+    const waiting = packing.open(dir, clone);
+    exited();
+    const next = await waiting;
+    expect(next.pack).toBeNull();
+    expect(next.packing).toBeDefined();
+
+    const impatient = new ClonePacking({ pollMs: 5, maxWaitMs: 30 });
+    const holder = await impatient.open(dir, clone);
+    holder.packing?.(new Promise<void>(() => {}));
+    const gaveUp = await impatient.open(dir, clone);
+    expect(gaveUp.pack).toBeNull();
+    expect(gaveUp.packing).toBeUndefined();
   });
 });
