@@ -434,7 +434,6 @@ async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIn
   }
 }
 
-/** Starts upload-pack on a leased generation; the lease goes when git exits. */
 interface UploadPackOptions {
   /** The client's `Git-Protocol` header. */
   readonly protocol: string | undefined;
@@ -444,6 +443,7 @@ interface UploadPackOptions {
   readonly packing?: (exit: Promise<unknown>) => void;
 }
 
+/** Starts upload-pack on a leased generation; the lease goes when git exits. */
 async function spawnUploadPack(
   deps: GitRouteDeps,
   generation: Generation,
