@@ -1,28 +1,16 @@
 /**
  * The repository every server serves, prepared once per run: the express fixture
- * (../shared/fixtures/express.bundle: 323 refs, 6,413 commits) cloned bare for the peer, exactly as
+ * (fixtures/express.bundle: 323 refs, 6,413 commits) cloned bare for the peer, exactly as
  * `git clone --bare` leaves it (one pack, no bitmap), and pushed - heads and tags, one push - into
  * narwal, which stores it as one pack and builds its cache from the log as it always does.
  */
-import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { gitOk } from './gitClient.js';
 
 export const PROJECT_ROOT = resolve(import.meta.dirname, '..');
-/**
- * `shared/fixtures/express.bundle` beside the project or beside one of its parent directories (a
- * checkout may sit deeper, as a worktree does), or NARWAL_BENCH_BUNDLE.
- */
-export const BUNDLE = process.env.NARWAL_BENCH_BUNDLE ?? findBundle(PROJECT_ROOT);
-
-function findBundle(from: string): string {
-  for (let dir = dirname(from); ; dir = dirname(dir)) {
-    const candidate = join(dir, 'shared', 'fixtures', 'express.bundle');
-    if (existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) return resolve(from, '../shared/fixtures/express.bundle');
-  }
-}
+/** The express fixture committed in `fixtures/`, or NARWAL_BENCH_BUNDLE. */
+export const BUNDLE = process.env.NARWAL_BENCH_BUNDLE ?? join(PROJECT_ROOT, 'fixtures', 'express.bundle');
 /** The same path on both servers. */
 export const REPO = 'bench/express.git';
 

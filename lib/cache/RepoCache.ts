@@ -2,7 +2,7 @@
  * The shared cache of bare repositories: only a cache, shared by every node and invocation.
  *
  * A repository's cache is a sequence of immutable generations, each a bare repository for exactly
- * one index etag over one add-only object store (DESIGN.md invariant 5). A generation comes into
+ * one index etag over one add-only object store (docs/architecture.md invariant 5). A generation comes into
  * being in two steps:
  *
  * - *Refs*: its packed-refs, written from the index alone (O(refs), no pack downloaded). Its

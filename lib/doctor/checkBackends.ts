@@ -1,6 +1,6 @@
 /**
  * What `narwal doctor` checks before anyone trusts a store or a presence table with pushes: the
- * log is only as safe as the backend's conditional writes (DESIGN.md invariant 1), and some
+ * log is only as safe as the backend's conditional writes (docs/architecture.md invariant 1), and some
  * S3-compatible servers (s3rver, for one) accept `If-None-Match: *` and `If-Match` and then
  * silently overwrite. Every probe works on keys of its own under `doctor/` (store) or a
  * `doctor#...` partition (presence) and removes them afterwards.

@@ -3,7 +3,7 @@
  * (index-pack --strict, connectivity) and writes report-status; narwal decides every ref update
  * through git's proc-receive hook (receive.procReceiveRefs=refs hands all of them to it), so that
  * the entry is published - packs uploaded, entry written, index CAS won - before git can report
- * `ok` for any ref (DESIGN.md invariant 1).
+ * `ok` for any ref (docs/architecture.md invariant 1).
  *
  * The hook itself is a two-line shell relay (see hookScript.ts): receive-pack's children inherit
  * fd 3, a socketpair to this process, so the decision runs here with the store clients, caches

@@ -8,7 +8,7 @@
  * On a lost race (412 PreconditionFailed) or a colliding write (409 ConditionalConflict) the
  * publisher re-reads the index and re-checks only the refs of the pushes in hand: distinct refs
  * never conflict. An error on the CAS itself is "outcome unknown": the index is re-read to learn
- * whether the entries landed before anything is retried (DESIGN.md, invariant 4).
+ * whether the entries landed before anything is retried (docs/architecture.md invariant 4).
  *
  * A repository on which this process lost a race moments ago is contended (other nodes push to
  * it too): there every CAS goes out with a read of the index beside it, so that a lost race
@@ -70,7 +70,7 @@ export interface PushJob {
   readonly bytes?: number;
   /**
    * Settles when the packs are stored. The entry is written meanwhile, in parallel; the CAS that
-   * names them waits for it (DESIGN.md invariant 1). A push whose upload failed is rejected alone.
+   * names them waits for it (docs/architecture.md invariant 1). A push whose upload failed is rejected alone.
    */
   readonly stored?: Promise<void>;
   /** A rewind is a push made by narwal that restores the refs of an earlier entry. */

@@ -1,6 +1,6 @@
 /**
  * The orphan sweep: deletes store objects under `repos/` that no index names and that are older
- * than a retention window (DESIGN.md invariant 2).
+ * than a retention window (docs/architecture.md invariant 2).
  *
  * Orphans are what a push leaves when it stores its packs and entry (create-only, before the CAS)
  * and then never publishes them: a lost race it gave up on, a refusal after the upload, a node

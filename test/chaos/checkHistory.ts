@@ -3,7 +3,7 @@
  * time. Pure code over the recorded operations and the log's entries, so it can be tested with
  * hand-made histories that break each rule.
  *
- * Rules (DESIGN.md invariants 1, 3, 5 and 6):
+ * Rules (docs/architecture.md invariants 1, 3, 5 and 6):
  * - the log is a sequence: seqs 1..N, and every update moves a ref from the value it had;
  * - every update in the log was pushed by some client with exactly that expected old value
  *   (no ref moved to a value nobody pushed, no update applied over a value its client did not see);

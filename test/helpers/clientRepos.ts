@@ -3,31 +3,19 @@
  * express fixture as a real history, and comparisons by content - refs, objects, fsck - so a
  * client that exits 0 with the wrong result still fails.
  */
-import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { git, gitOk } from './gitClient.js';
 
 const PROJECT_ROOT = resolve(import.meta.dirname, '../..');
-const BUNDLE_PATH = join('shared', 'fixtures', 'express.bundle');
 
 /**
- * The express fixture bundle (323 refs, 6,413 commits): NARWAL_FIXTURE_BUNDLE, or
- * shared/fixtures/express.bundle in the nearest directory above the project that has one (a
- * checkout sits next to `shared/`, a worktree may sit one level deeper).
+ * The express fixture bundle (323 refs, 6,413 commits), committed in `fixtures/`:
+ * NARWAL_FIXTURE_BUNDLE overrides it.
  */
 export function expressBundle(): string {
-  const configured = process.env.NARWAL_FIXTURE_BUNDLE;
-  if (configured) return configured;
-  for (let dir = dirname(PROJECT_ROOT); ; dir = dirname(dir)) {
-    const candidate = join(dir, BUNDLE_PATH);
-    if (existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) break;
-  }
-  throw new Error(
-    `the express fixture was not found: set NARWAL_FIXTURE_BUNDLE or put it at ../${BUNDLE_PATH}`,
-  );
+  return process.env.NARWAL_FIXTURE_BUNDLE ?? join(PROJECT_ROOT, 'fixtures', 'express.bundle');
 }
 
 export async function tempDir(label: string): Promise<string> {

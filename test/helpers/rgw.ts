@@ -1,7 +1,7 @@
 /**
  * A real S3 endpoint for tests: a throwaway single-node Ceph cluster (one monitor, one in-memory
  * OSD, one RADOS Gateway) in a fresh temp directory. Ceph RGW is the local stand-in that honours
- * S3 conditional writes (see /work/shared/PLATFORM.md, "Local stand-ins"); s3rver does not.
+ * S3 conditional writes (see docs/platform.md, "Local stand-ins"); s3rver does not.
  *
  * Every run has its own cluster name, fsid, config file, ports and directory, so parallel test
  * files and concurrent checkouts never collide. Measured here (2 cores, Ceph 16.2.15): 1.7-2.5 s
