@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { validateTemplate } from '../helpers/cfnSchema.js';
 
 const root = resolve(import.meta.dirname, '../..');
 type Json = Record<string, unknown>;
@@ -80,6 +81,10 @@ function statements(): Statement[] {
 const actions = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 
 describe('the packaged CloudFormation template', () => {
+  it('is valid against AWS’s resource schemas: types, properties, required ones, values, references', async () => {
+    expect(await validateTemplate(template)).toEqual([]);
+  });
+
   it('has the functions, from the container image, each with its handler', () => {
     const functions = Object.fromEntries(
       ofType('AWS::Lambda::Function').map(([id, r]) => [
