@@ -25,6 +25,7 @@ import { installHooks } from './git/hookScript.js';
 import { installPackCacheHook } from './git/packCacheHook.js';
 import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
+import { ChunkedPushNotes } from './http/chunkedPushes.js';
 import { createHandler } from './http/createHandler.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
@@ -189,6 +190,10 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   // The next fetch will want the generation of this index: start building it now.
   const afterPublish = (repo: string, loaded: LoadedIndex) => track(prewarm.trigger(repo, loaded));
   const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
+  const chunkedPushes =
+    config.route?.chunkedPushes === 'pool'
+      ? new ChunkedPushNotes({ presence, owner: node.id, now })
+      : undefined;
   const history = new History({ wal, publisher, cache, git, afterPublish });
   const handler = createHandler({
     history,
@@ -212,6 +217,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl,
+    ...(chunkedPushes ? { chunkedPushes } : {}),
     ...(config.route
       ? {
           routeTransfer: createTransferRouter({
@@ -219,6 +225,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
             logger,
             poolUrl: config.route.poolUrl,
             limits: { maxCloneBytes: config.route.maxCloneBytes, maxPushBytes: config.route.maxPushBytes },
+            chunkedPushes,
           }),
         }
       : {}),

@@ -2,9 +2,11 @@
  * All configuration comes from the environment (and CLI flags that override it) through this one
  * typed module, which fails fast with a message naming the variable.
  */
+
 import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { MIN_SECRET_LENGTH } from './auth/redact.js';
+import type { ChunkedPushMode } from './http/chunkedPushes.js';
 import { type FaultRule, parseFaultSpec } from './store/faultSpec.js';
 
 export interface Config {
@@ -82,6 +84,8 @@ export interface RouteConfig {
   readonly maxCloneBytes: number;
   /** Pushes go to the pool when one of the repository's recent pushes was larger. */
   readonly maxPushBytes: number;
+  /** What the gateway in front does with pushes git sends in chunks (lib/http/chunkedPushes.ts). */
+  readonly chunkedPushes: ChunkedPushMode;
 }
 
 export interface PrewarmLambdaConfig {
@@ -161,6 +165,7 @@ export function loadConfig(
           poolUrl: baseUrl('NARWAL_POOL_URL', poolUrl),
           maxCloneBytes: integer(env, 'NARWAL_ROUTE_CLONE_BYTES', 4 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
           maxPushBytes: integer(env, 'NARWAL_ROUTE_PUSH_BYTES', 2 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
+          chunkedPushes: chunkedPushMode(optional(env, 'NARWAL_CHUNKED_PUSHES') ?? 'accepted'),
         };
   const prewarmKind = optional(env, 'NARWAL_PREWARM') ?? 'local';
   if (prewarmKind !== 'local' && prewarmKind !== 'lambda')
@@ -361,4 +366,9 @@ function baseUrl(name: string, raw: string): string {
 function normalizePrefix(prefix: string): string {
   const trimmed = prefix.replace(/^\/+|\/+$/g, '');
   return trimmed === '' ? '' : `${trimmed}/`;
+}
+
+function chunkedPushMode(value: string): ChunkedPushMode {
+  if (value === 'accepted' || value === 'pool') return value;
+  throw new ConfigError(`NARWAL_CHUNKED_PUSHES must be "accepted" or "pool", not ${JSON.stringify(value)}`);
 }

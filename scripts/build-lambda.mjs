@@ -9,6 +9,7 @@ await build({
     http: 'functions/http.ts',
     prewarm: 'functions/prewarm.ts',
     maintenance: 'functions/maintenance.ts',
+    authorizer: 'functions/authorizer.ts',
     narwal: 'bin/narwal.ts',
   },
   outdir: 'dist/lambda',

@@ -28,8 +28,9 @@ import { emptyIndex } from '../wal/indexCodec.js';
 import type { LoadedIndex, RefValue } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
+import { type ChunkedPushNotes, isPushProbe } from './chunkedPushes.js';
 import { errorResponse } from './errorResponse.js';
-import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
+import { badRequest, forbidden, HttpError, notFound, payloadTooLarge } from './HttpError.js';
 import { decodedBody, onBodyError, readAll } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
@@ -58,6 +59,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly clonePacking: ClonePacking;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
+  /** Behind a gateway that refuses chunked requests: notes refused pushes (chunkedPushes.ts). */
+  readonly chunkedPushes?: ChunkedPushNotes;
 }
 
 const NO_CACHE = {
@@ -342,6 +345,15 @@ export async function receivePack(
   const loaded = recent
     ? authorizeWrite(repo, principal, recent)
     : await authorizePush(deps, repo, principal);
+  if (deps.chunkedPushes && isPushProbe(request.headers)) {
+    // The chunked POST after this probe would be refused by the gateway: stop git now, before it
+    // sends the body, and send this repository's next push to the pool.
+    await deps.chunkedPushes.note(repo);
+    throw payloadTooLarge(
+      'narwal: this push is larger than git’s http.postBuffer, and the gateway takes no chunked requests: ' +
+        'push again (it will go to the pool), or set http.postBuffer above the push’s size',
+    );
+  }
   const body = decodedBody(request, { maxBytes: deps.maxPushBytes, idleMs: deps.bodyIdleMs }, 'the push');
   // A new repository is created only when the push is about to change a ref: a refused push
   // (bad commands, a bad pack, invalid ref names) must leave nothing in the store.

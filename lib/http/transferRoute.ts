@@ -28,6 +28,8 @@ export interface RouteInput {
   readonly recentItems: readonly Pick<LogItem, 'updates' | 'bytes'>[];
   /** The client asked for the pool (see CLIENT_ROUTE_HEADER). */
   readonly clientAsked: boolean;
+  /** For a push: one to this repository was too large for one request lately (chunkedPushes.ts). */
+  readonly chunkedPushNoted?: boolean;
   readonly limits: RouteLimits;
 }
 
@@ -59,12 +61,11 @@ export function decideTransferRoute(input: RouteInput): RouteDecision {
   // The first push into a repository is usually an import of its whole history.
   if (index === null || index.seq === 0) return { target: 'pool', reason: 'push to an empty repository' };
   const largest = largestRecentPush(input.recentItems);
-  return largest > limits.maxPushBytes
-    ? {
-        target: 'pool',
-        reason: `a recent push of ${largest} bytes exceeds ${limits.maxPushBytes}`,
-      }
-    : { target: 'lambda', reason: `recent pushes at most ${largest} bytes` };
+  if (largest > limits.maxPushBytes)
+    return { target: 'pool', reason: `a recent push of ${largest} bytes exceeds ${limits.maxPushBytes}` };
+  if (input.chunkedPushNoted)
+    return { target: 'pool', reason: 'a push too large for one request was refused lately' };
+  return { target: 'lambda', reason: `recent pushes at most ${largest} bytes` };
 }
 
 /**

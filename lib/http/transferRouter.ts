@@ -11,6 +11,7 @@
  */
 import type { Logger } from '../log.js';
 import type { Wal } from '../wal/Wal.js';
+import type { ChunkedPushNotes } from './chunkedPushes.js';
 import { badRequest } from './HttpError.js';
 import {
   CLIENT_ROUTE_HEADER,
@@ -35,6 +36,8 @@ export interface TransferRouterDeps {
   readonly logger: Logger;
   readonly poolUrl: string;
   readonly limits: RouteLimits;
+  /** Repositories whose chunked pushes were refused lately, when the gateway refuses them. */
+  readonly chunkedPushes?: ChunkedPushNotes | undefined;
 }
 
 export function createTransferRouter(deps: TransferRouterDeps): TransferRouter {
@@ -54,9 +57,14 @@ export function createTransferRouter(deps: TransferRouterDeps): TransferRouter {
             fetch ? (index.checkpoint?.seq ?? 0) : Math.max(0, index.seq - RECENT_PUSHES),
           )
         : [];
+    const chunkedPushNoted =
+      !fetch && asked === null && index !== null && deps.chunkedPushes !== undefined
+        ? await deps.chunkedPushes.noted(repo)
+        : false;
     const decision = decideTransferRoute({
       service,
       index,
+      chunkedPushNoted,
       itemsAfterCheckpoint: fetch ? items : [],
       recentItems: fetch ? [] : items,
       clientAsked: asked === 'pool',

@@ -8,8 +8,8 @@ import {
   LAMBDA_BUFFERED_RESPONSE_LIMIT,
   LAMBDA_REQUEST_LIMIT,
 } from '../../functions/adapter/lambdaLimits.js';
-import { startApiGateway } from '../helpers/apiGateway.js';
-import { type LambdaResponseStream, lambdaRuntime } from '../helpers/lambdaRuntime.js';
+import { startApiGateway } from '../helpers/aws/apiGateway.js';
+import { type LambdaResponseStream, lambdaRuntime } from '../helpers/aws/lambdaRuntime.js';
 
 const runtime = lambdaRuntime();
 
@@ -68,7 +68,9 @@ describe('the API Gateway stand-in', () => {
     });
   });
 
-  it('answers 502 for a stream that ends before its prelude was written', async () => {
+  // "Stream | Not streaming format | InvokeWithResponseStream | ... return a 500 error response"
+  // (https://docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode-lambda.html)
+  it('answers 500 for a stream that ends before its prelude was written', async () => {
     const handler = runtime.streamifyResponse(
       async (_event: APIGatewayProxyEvent, stream: LambdaResponseStream) => {
         runtime.HttpResponseStream.from(stream, { statusCode: 200 });
@@ -76,7 +78,7 @@ describe('the API Gateway stand-in', () => {
       },
     );
     await withApi(handler, async (url) => {
-      expect((await fetch(`${url}/s`)).status).toBe(502);
+      expect((await fetch(`${url}/s`)).status).toBe(500);
     });
   });
 

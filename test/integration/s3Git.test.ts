@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../lib/log.js';
+import { type LambdaStack, type Pool, startLambdaStack, startPool } from '../helpers/aws/lambdaStack.js';
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
-import { type LambdaStack, type Pool, startLambdaStack, startPool } from '../helpers/lambdaStack.js';
 import { ADMIN_TOKEN, tempDataDir } from '../helpers/narwalServer.js';
 import { type RgwEndpoint, startRgw } from '../helpers/rgw.js';
 

@@ -13,8 +13,8 @@ import { generationName, gensDir, incarnationDir } from '../../lib/cache/layout.
 import { loadConfig } from '../../lib/config.js';
 import { silentLogger } from '../../lib/log.js';
 import type { LoadedIndex } from '../../lib/wal/types.js';
+import { lambdaContext } from '../helpers/aws/lambdaRuntime.js';
 import { commitFile, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
-import { lambdaContext } from '../helpers/lambdaRuntime.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 
 let dataDir: string;
