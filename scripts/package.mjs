@@ -2,6 +2,8 @@
 // the CloudFormation template with osls, offline. Packaging needs no AWS account: without
 // credentials in the environment, placeholder ones are given (nothing is sent with them).
 import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const bundle = spawnSync(process.execPath, ['scripts/build-lambda.mjs'], { stdio: 'inherit' });
 if (bundle.status !== 0) process.exit(bundle.status ?? 1);
@@ -13,4 +15,26 @@ if (!env.AWS_ACCESS_KEY_ID && !env.AWS_PROFILE) {
 }
 const args = ['package', ...process.argv.slice(2)];
 const result = spawnSync('npx', ['--no-install', 'osls', ...args], { stdio: 'inherit', env });
-process.exit(result.status ?? 1);
+if (result.status !== 0) process.exit(result.status ?? 1);
+
+// A gateway response takes effect only in a deployment of the API made after it exists, and
+// CloudFormation would otherwise create the two side by side: the stage's first deployment
+// could go out without the WWW-Authenticate that git needs. osls names the deployment anew each
+// time, so the dependency is added here.
+// https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-gatewayResponse-definition.html
+const dir = packageDir(process.argv.slice(2));
+const path = join(dir, 'cloudformation-template-update-stack.json');
+const template = JSON.parse(readFileSync(path, 'utf8'));
+const responses = Object.keys(template.Resources).filter(
+  (id) => template.Resources[id].Type === 'AWS::ApiGateway::GatewayResponse',
+);
+for (const resource of Object.values(template.Resources)) {
+  if (resource.Type !== 'AWS::ApiGateway::Deployment') continue;
+  resource.DependsOn = [...new Set([...[resource.DependsOn ?? []].flat(), ...responses])];
+}
+writeFileSync(path, `${JSON.stringify(template, null, 2)}\n`);
+
+function packageDir(argv) {
+  const i = argv.findIndex((a) => a === '--package' || a === '-p');
+  return i >= 0 && argv[i + 1] ? argv[i + 1] : '.serverless';
+}

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { DEPLOYED_AUTHORIZER, DEPLOYED_GATEWAY_RESPONSES } from '../helpers/aws/deployment.js';
 import { validateTemplate } from '../helpers/cfnSchema.js';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -93,10 +94,12 @@ describe('the packaged CloudFormation template', () => {
       ]),
     );
     expect(Object.keys(functions).sort()).toEqual([
+      'AuthorizerLambdaFunction',
       'GitLambdaFunction',
       'MaintenanceLambdaFunction',
       'PrewarmLambdaFunction',
     ]);
+    expect(functions.AuthorizerLambdaFunction?.ImageConfig.Command).toEqual(['authorizer.handler']);
     expect(functions.GitLambdaFunction?.ImageConfig.Command).toEqual(['git.handler']);
     expect(functions.PrewarmLambdaFunction?.ImageConfig.Command).toEqual(['prewarm.handler']);
     expect(functions.MaintenanceLambdaFunction?.ImageConfig.Command).toEqual(['maintenance.handler']);
@@ -142,7 +145,10 @@ describe('the packaged CloudFormation template', () => {
   });
 
   it('mounts the shared cache through the access point in the VPC, once the mount targets exist', () => {
+    // The authorizer reads the store and the presence table only.
+    expect(resource('AuthorizerLambdaFunction').Properties.FileSystemConfigs).toBeUndefined();
     for (const [id, fn] of ofType('AWS::Lambda::Function')) {
+      if (id === 'AuthorizerLambdaFunction') continue;
       expect(fn.Properties.FileSystemConfigs).toEqual([
         { Arn: getAtt('CacheAccessPoint', 'Arn'), LocalMountPath: '/mnt/narwal' },
       ]);
@@ -294,6 +300,36 @@ describe('the packaged CloudFormation template', () => {
       expect(text(method.Integration.Uri)).toContain('GitLambdaFunction');
       expect(text(method.Integration.Uri)).toContain('/response-streaming-invocations');
     }
+  });
+
+  it('asks git for credentials through API Gateway: the authorizer on every method, its 401 with WWW-Authenticate', () => {
+    const authorizers = ofType('AWS::ApiGateway::Authorizer');
+    expect(authorizers).toHaveLength(1);
+    const [authorizerId, authorizer] = authorizers[0] as [string, { Properties: Json }];
+    // What the stand-in applies in every Lambda-path test (test/helpers/aws/deployment.ts).
+    expect(authorizer.Properties.Type).toBe('REQUEST');
+    expect(authorizer.Properties.IdentitySource ?? '').toBe(DEPLOYED_AUTHORIZER.identitySources.join(', '));
+    expect(authorizer.Properties.AuthorizerResultTtlInSeconds).toBe(DEPLOYED_AUTHORIZER.resultTtlSeconds);
+    expect(text(authorizer.Properties.AuthorizerUri)).toContain('AuthorizerLambdaFunction');
+    for (const [, method] of ofType('AWS::ApiGateway::Method')) {
+      expect(method.Properties.AuthorizationType).toBe('CUSTOM');
+      expect(method.Properties.AuthorizerId).toEqual(ref(authorizerId));
+    }
+    const responses = ofType('AWS::ApiGateway::GatewayResponse');
+    expect(Object.fromEntries(responses.map(([, r]) => [r.Properties.ResponseType, r.Properties]))).toEqual(
+      Object.fromEntries(
+        Object.entries(DEPLOYED_GATEWAY_RESPONSES).map(([type, config]) => [
+          type,
+          { RestApiId: ref('ApiGatewayRestApi'), ResponseType: type, ...config },
+        ]),
+      ),
+    );
+    // A gateway response counts only in a deployment made after it exists.
+    for (const [, deployment] of ofType('AWS::ApiGateway::Deployment'))
+      expect(deployment.DependsOn).toEqual(expect.arrayContaining(responses.map(([id]) => id)));
+    expect(resource('AuthorizerLambdaFunction').Properties.ImageConfig).toEqual({
+      Command: ['authorizer.handler'],
+    });
   });
 
   it('routes long transfers from the git function to the pool, and prewarms by invoking the prewarm function', () => {
