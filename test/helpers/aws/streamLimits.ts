@@ -35,10 +35,15 @@ export const AWS_STREAM_LIMITS: StreamLimits = {
 /** Paces the bytes of one stream: how long to wait before passing on each chunk. */
 export class StreamPacer {
   #sent = 0;
-  readonly #started = Date.now();
+  readonly #started: number;
   #throttledSince: number | undefined;
 
-  constructor(private readonly limits: StreamLimits) {}
+  constructor(
+    private readonly limits: StreamLimits,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#started = now();
+  }
 
   get sent(): number {
     return this.#sent;
@@ -50,14 +55,14 @@ export class StreamPacer {
     if (this.#sent > this.limits.maxBytes) throw new StreamCut('over the streamed response limit');
     const throttled = this.#sent - this.limits.burstBytes;
     if (throttled <= 0) return 0;
-    this.#throttledSince ??= Date.now();
+    this.#throttledSince ??= this.now();
     const due = this.#throttledSince + (throttled / this.limits.bytesPerSecond) * 1000;
-    return Math.max(0, due - Date.now());
+    return Math.max(0, due - this.now());
   }
 
   /** Milliseconds left before the stream's maximum duration. */
   remainingMs(): number {
-    return this.#started + this.limits.maxMs - Date.now();
+    return this.#started + this.limits.maxMs - this.now();
   }
 }
 
