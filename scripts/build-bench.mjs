@@ -10,6 +10,7 @@ await build({
     'bench-contention': 'bench/contention.ts',
     'bench-history': 'bench/historyLatency.ts',
     'bench-refs': 'bench/refsGrowth.ts',
+    'bench-authorizer': 'bench/authorizerCost.ts',
   },
   outdir: 'dist',
   bundle: true,
