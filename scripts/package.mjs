@@ -5,6 +5,23 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+// git sends the pool tokens: it is reached over HTTPS only, through CloudFront's certificate by
+// default or through the deployment's own (serverless.yml, poolCertificateArn and poolUrl).
+const params = paramsOf(process.argv.slice(2));
+if (params.poolCertificateArn && !params.poolUrl) {
+  fail('poolCertificateArn needs poolUrl, the https:// name the certificate is for (point it at the ALB)');
+}
+if (params.poolUrl && !params.poolCertificateArn) {
+  fail(
+    'poolUrl needs poolCertificateArn, an ACM certificate for its name; without both, the pool gets CloudFront’s',
+  );
+}
+if (params.poolUrl && !/^https:\/\/[^/]+$/.test(params.poolUrl)) {
+  fail(
+    `poolUrl must be https://NAME with no path (tokens never travel in clear text), not ${params.poolUrl}`,
+  );
+}
+
 const bundle = spawnSync(process.execPath, ['scripts/build-lambda.mjs'], { stdio: 'inherit' });
 if (bundle.status !== 0) process.exit(bundle.status ?? 1);
 
@@ -33,6 +50,28 @@ for (const resource of Object.values(template.Resources)) {
   resource.DependsOn = [...new Set([...[resource.DependsOn ?? []].flat(), ...responses])];
 }
 writeFileSync(path, `${JSON.stringify(template, null, 2)}\n`);
+
+/** `--param="name=value"` or `--param name=value`, as osls takes them. */
+function paramsOf(argv) {
+  const params = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const value = arg.startsWith('--param=')
+      ? arg.slice('--param='.length)
+      : arg === '--param'
+        ? argv[++i]
+        : null;
+    if (typeof value !== 'string') continue;
+    const eq = value.indexOf('=');
+    if (eq > 0) params[value.slice(0, eq)] = value.slice(eq + 1);
+  }
+  return params;
+}
+
+function fail(message) {
+  console.error(`narwal: ${message}`);
+  process.exit(2);
+}
 
 function packageDir(argv) {
   const i = argv.findIndex((a) => a === '--package' || a === '-p');

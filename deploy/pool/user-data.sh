@@ -3,7 +3,13 @@
 # fills in the resource names and puts the systemd unit (deploy/pool/narwal-pool.service) where
 # the Unit variable is; bash variables here are therefore written without braces.
 set -euo pipefail
-dnf install -y docker amazon-efs-utils
+dnf install -y docker amazon-efs-utils aws-cfn-bootstrap
+# The stack waits for this instance's signal (the Auto Scaling group's CreationPolicy and
+# UpdatePolicy): success once narwal answers /healthz, failure if anything here fails first.
+signal() {
+  /opt/aws/bin/cfn-signal -e "$1" --stack ${AWS::StackName} --resource PoolAutoScalingGroup --region ${AWS::Region}
+}
+trap 'signal 1' ERR
 systemctl enable --now docker
 
 # The shared cache, through the same access point (and so as the same POSIX user) as the functions.
@@ -51,3 +57,13 @@ ${Unit}
 UNIT
 systemctl daemon-reload
 systemctl enable --now narwal-pool
+
+# /healthz answers 200 once the store, the presence table and the shared cache all answer.
+for attempt in $(seq 1 120); do
+  if curl -fsS --max-time 5 http://127.0.0.1:8080/healthz > /dev/null; then
+    signal 0
+    exit 0
+  fi
+  sleep 5
+done
+signal 1

@@ -50,6 +50,28 @@ beforeAll(async () => {
   template = await packaged();
 }, 180_000);
 
+/** The template with every Fn::If decided by its condition (Fn::Not, Fn::Or, Fn::Equals of literals). */
+function resolved(t: Template): Template {
+  const decide = (node: unknown): unknown => {
+    if (Array.isArray(node))
+      return node
+        .map(decide)
+        .filter((n) => !(typeof n === 'object' && n !== null && 'Ref' in n && n.Ref === 'AWS::NoValue'));
+    if (typeof node !== 'object' || node === null) return node;
+    const entries = Object.entries(node);
+    if (entries.length === 1 && entries[0]?.[0] === 'Fn::If') {
+      const [name, yes, no] = entries[0][1] as [string, unknown, unknown];
+      return decide(condition(t, name) ? yes : no);
+    }
+    return Object.fromEntries(entries.map(([k, v]) => [k, decide(v)]));
+  };
+  const resources = Object.entries(t.Resources).filter(([, r]) => {
+    const name = (r as { Condition?: string }).Condition;
+    return name === undefined || condition(t, name);
+  });
+  return { ...t, Resources: Object.fromEntries(resources.map(([id, r]) => [id, decide(r)])) } as Template;
+}
+
 const resource = (id: string) => {
   const found = template.Resources[id];
   if (!found) throw new Error(`no resource ${id}`);
@@ -336,8 +358,11 @@ describe('the packaged CloudFormation template', () => {
     const env = (id: string) =>
       (resource(id).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
     const git = env('GitLambdaFunction');
-    expect(text(git.NARWAL_POOL_URL)).toContain('PoolLoadBalancer.DNSName');
-    expect(git.NARWAL_ROUTE_CLONE_BYTES).toBe('104857600');
+    expect(text(git.NARWAL_POOL_URL)).toContain('PoolDistribution.DomainName');
+    // 6 MB streams at full speed (Lambda's burst, then 2 MB/s); git's http.postBuffer is 1 MiB.
+    expect(git.NARWAL_ROUTE_CLONE_BYTES).toBe('6000000');
+    expect(git.NARWAL_ROUTE_PUSH_BYTES).toBe('1048576');
+    expect(git.NARWAL_CHUNKED_PUSHES).toBe('pool');
     expect(git.NARWAL_PREWARM).toBe('lambda');
     expect(git.NARWAL_PREWARM_FUNCTION).toBe(resource('PrewarmLambdaFunction').Properties.FunctionName);
     // The other functions prewarm in their own invocation and never redirect.
@@ -391,6 +416,95 @@ describe('the packaged CloudFormation template', () => {
     ]);
   });
 
+  it('reaches the pool over HTTPS only: by default CloudFront’s certificate in front of an internal ALB', () => {
+    const t = resolved(template);
+    const alb = t.Resources.PoolLoadBalancer?.Properties as Json;
+    expect(alb.Scheme).toBe('internal');
+    expect(alb.Subnets).toEqual([ref('PrivateSubnetA'), ref('PrivateSubnetB')]);
+    // Only the VPC origin's interfaces, inside the VPC, reach it, on plain HTTP.
+    expect(t.Resources.LoadBalancerSecurityGroup?.Properties.SecurityGroupIngress).toEqual([
+      { IpProtocol: 'tcp', FromPort: 80, ToPort: 80, CidrIp: '10.42.0.0/16' },
+    ]);
+    const origin = t.Resources.PoolVpcOrigin?.Properties.VpcOriginEndpointConfig as Json;
+    expect(origin.Arn).toEqual(ref('PoolLoadBalancer'));
+    const config = t.Resources.PoolDistribution?.Properties.DistributionConfig as Json & {
+      DefaultCacheBehavior: Json;
+      Origins: Json[];
+    };
+    expect(config.ViewerCertificate).toEqual({ CloudFrontDefaultCertificate: true });
+    expect(config.DefaultCacheBehavior.ViewerProtocolPolicy).toBe('https-only');
+    expect(config.DefaultCacheBehavior.AllowedMethods).toEqual(
+      expect.arrayContaining(['POST', 'PUT', 'DELETE']),
+    );
+    expect(config.Origins[0]?.VpcOriginConfig).toMatchObject({ VpcOriginId: getAtt('PoolVpcOrigin', 'Id') });
+    const policy = t.Resources.PoolCachePolicy?.Properties.CachePolicyConfig as Json & {
+      ParametersInCacheKeyAndForwardedToOrigin: { HeadersConfig: { Headers: string[] } };
+    };
+    expect(policy.ParametersInCacheKeyAndForwardedToOrigin.HeadersConfig.Headers).toContain('Authorization');
+    expect(t.Resources.PoolHttpsListener).toBeUndefined();
+  });
+
+  it('reaches the pool over its own HTTPS with a certificate and a name, and redirects HTTP to HTTPS', async () => {
+    const t = resolved(
+      await packaged([
+        '--param=poolCertificateArn=arn:aws:acm:us-east-1:000000000000:certificate/abc',
+        '--param=poolUrl=https://git-pool.example.com',
+      ]),
+    );
+    expect(t.Resources.PoolDistribution).toBeUndefined();
+    const of = (id: string) => t.Resources[id]?.Properties ?? {};
+    expect(of('PoolLoadBalancer').Scheme).toBe('internet-facing');
+    expect(text(of('PoolHttpListener').DefaultActions)).toContain('"Protocol":"HTTPS"');
+    expect(of('PoolHttpsListener').Protocol).toBe('HTTPS');
+    const git = (of('GitLambdaFunction').Environment as { Variables: Json }).Variables;
+    expect(git.NARWAL_POOL_URL).toBe('https://git-pool.example.com');
+  });
+
+  it('refuses to package a certificate without a name, or a pool URL that is not https', async () => {
+    const refused = (args: string[]) =>
+      packaged(args).then(
+        () => 'packaged',
+        (error: { code?: number; stderr?: string }) => `${error.code}: ${error.stderr?.trim()}`,
+      );
+    expect(await refused(['--param=poolCertificateArn=arn:aws:acm:us-east-1:0:certificate/a'])).toMatch(
+      /^2: narwal: poolCertificateArn needs poolUrl/,
+    );
+    expect(
+      await refused([
+        '--param=poolCertificateArn=arn:aws:acm:us-east-1:0:certificate/a',
+        '--param=poolUrl=http://x.example',
+      ]),
+    ).toMatch(/^2: narwal: poolUrl must be https/);
+  });
+
+  it('rolls the pool: signals from healthy instances gate creation and each replacement, IMDS reachable from the container', () => {
+    const asg = resource('PoolAutoScalingGroup') as unknown as {
+      CreationPolicy: Json;
+      UpdatePolicy: { AutoScalingRollingUpdate: Json };
+    };
+    expect(asg.CreationPolicy).toEqual({ ResourceSignal: { Count: '1', Timeout: 'PT15M' } });
+    expect(asg.UpdatePolicy.AutoScalingRollingUpdate).toMatchObject({
+      MaxBatchSize: 1,
+      MinInstancesInService: '1',
+      WaitOnResourceSignals: true,
+    });
+    const data = resource('PoolLaunchTemplate').Properties.LaunchTemplateData as {
+      MetadataOptions: Json;
+      UserData: { 'Fn::Base64': { 'Fn::Sub': [string, Record<string, unknown>] } };
+    };
+    expect(data.MetadataOptions).toEqual({
+      HttpTokens: 'required',
+      HttpPutResponseHopLimit: 2,
+      HttpEndpoint: 'enabled',
+    });
+    const [script, variables] = data.UserData['Fn::Base64']['Fn::Sub'];
+    expect(script).toContain(
+      `cfn-signal -e "$1" --stack ${cfn('AWS::StackName')} --resource PoolAutoScalingGroup`,
+    );
+    expect(script).toMatch(/curl -fsS [^\n]*http:\/\/127\.0\.0\.1:8080\/healthz/);
+    expect(String(variables.Unit)).toContain('docker run --name narwal-pool --rm --init');
+  });
+
   it('boots pool instances with the unit from the repository and only variables Fn::Sub can fill', async () => {
     const data = resource('PoolLaunchTemplate').Properties.LaunchTemplateData as {
       UserData: { 'Fn::Base64': { 'Fn::Sub': [string, Record<string, unknown>] } };
@@ -416,7 +530,9 @@ describe('the packaged CloudFormation template', () => {
         `https://${cfn('ApiGatewayRestApi')}.execute-api.${cfn('AWS::Region')}.${cfn('AWS::URLSuffix')}/prod`,
       ).slice(1, -1),
     );
-    expect(text(template.Outputs.PoolBaseUrl)).toContain('PoolLoadBalancer.DNSName');
+    expect(text(template.Outputs.PoolBaseUrl)).toContain(
+      text(`https://${cfn('PoolDistribution.DomainName')}`),
+    );
     expect(template.Outputs).toHaveProperty('AdminTokenSecretArn');
   });
 });
