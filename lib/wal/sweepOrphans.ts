@@ -43,6 +43,10 @@ export interface SweepOptions {
   readonly now?: () => number;
   /** Called for each orphan found (deleted, or to be deleted on a dry run). */
   readonly onOrphan?: (key: string, ageMs: number) => void;
+  /** Asked before each repository: true stops the sweep there (a bounded run resumes later). */
+  readonly stop?: () => boolean;
+  /** Sweep only the repositories whose names sort after this one (where a bounded run stopped). */
+  readonly startAfter?: string;
 }
 
 export interface RepoSweep {
@@ -64,6 +68,8 @@ export interface SweepReport {
   readonly young: number;
   /** Keys under `repos/` that fit no known layout: never deleted. */
   readonly unknown: readonly string[];
+  /** Set when `stop` ended the sweep early: the last repository swept, to pass as `startAfter`. */
+  readonly resumeAfter?: string;
 }
 
 const KINDS = new Set(['index.json', 'entries', 'tables', 'log', 'checkpoints', 'packs']);
@@ -120,8 +126,16 @@ export async function sweepOrphans(wal: Wal, options: SweepOptions): Promise<Swe
   }
   const repos: RepoSweep[] = [];
   let deleted = 0;
-  for (const [repo, keys] of byRepo) {
-    const result = await sweepRepo(wal, repo, keys, options, now);
+  let resumeAfter: string | undefined;
+  const order = [...byRepo.keys()]
+    .sort()
+    .filter((repo) => options.startAfter === undefined || repo > options.startAfter);
+  for (const repo of order) {
+    if (options.stop?.()) {
+      resumeAfter = repos.at(-1)?.repo ?? options.startAfter;
+      break;
+    }
+    const result = await sweepRepo(wal, repo, byRepo.get(repo) ?? [], options, now);
     repos.push(result.sweep);
     deleted += result.deleted;
   }
@@ -131,6 +145,7 @@ export async function sweepOrphans(wal: Wal, options: SweepOptions): Promise<Swe
     deleted,
     young: repos.reduce((n, r) => n + r.young, 0),
     unknown,
+    ...(resumeAfter !== undefined ? { resumeAfter } : {}),
   };
 }
 

@@ -6,7 +6,7 @@ import { access, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lazyContainer } from '../../functions/adapter/container.js';
-import { maintenanceHandler } from '../../functions/maintenance.js';
+import { maintenanceHandler, SWEEP_CURSOR_KEY } from '../../functions/maintenance.js';
 import { prewarmHandler } from '../../functions/prewarm.js';
 import { type App, createApp } from '../../lib/app.js';
 import { generationName, gensDir, incarnationDir } from '../../lib/cache/layout.js';
@@ -103,5 +103,24 @@ describe('the maintenance function', () => {
     expect(outcome.evicted).toEqual({ generations: 0, repositories: 0 });
     const after = await current();
     expect(after.index.checkpoint?.seq).toBe(before.index.seq);
+    expect(outcome.sweepStoppedAfter).toBeNull();
+  });
+
+  it('starts no checkpoint and no sweep it has no time left for, and the next run resumes the sweep', async () => {
+    await functionsApp.wal.createRepo('team/second', { public: false });
+    await push(2);
+    const before = await current();
+    const short = { ...lambdaContext('narwal-maintenance'), getRemainingTimeInMillis: () => 30_000 };
+    const hurried = await maintenanceHandler(container())({}, short);
+    expect(hurried).toMatchObject({ checked: 0, checkpointsDeferred: 1 });
+    expect((await current()).index.checkpoint?.seq).toBe(before.index.checkpoint?.seq);
+    // Stopped before the first repository: the cursor says to start over.
+    expect(hurried.sweepStoppedAfter).toBeNull();
+    // A run that stopped after team/second left this cursor: the next sweeps only what follows.
+    await functionsApp.store.put(SWEEP_CURSOR_KEY, Buffer.from(JSON.stringify({ after: 'team/second' })));
+    const resumed = await maintenanceHandler(container())({}, lambdaContext('narwal-maintenance'));
+    expect(resumed).toMatchObject({ sweptRepositories: 1, sweepStoppedAfter: null });
+    const whole = await maintenanceHandler(container())({}, lambdaContext('narwal-maintenance'));
+    expect(whole.sweptRepositories).toBe(2);
   });
 });

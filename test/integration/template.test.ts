@@ -91,14 +91,17 @@ interface Statement {
   Condition?: unknown;
 }
 
+const ROLES = ['IamRoleLambdaExecution', 'PoolRole', 'MaintenanceRole'];
+
+/** The statements of one role's inline policies. */
+function roleStatements(id: string): Statement[] {
+  return (resource(id).Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap(
+    (p) => p.PolicyDocument.Statement,
+  );
+}
+
 function statements(): Statement[] {
-  const lambda = (
-    resource('IamRoleLambdaExecution').Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]
-  ).flatMap((p) => p.PolicyDocument.Statement);
-  const pool = (
-    resource('PoolRole').Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]
-  ).flatMap((p) => p.PolicyDocument.Statement);
-  return [...lambda, ...pool];
+  return ROLES.flatMap(roleStatements);
 }
 
 const actions = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
@@ -131,7 +134,7 @@ describe('the packaged CloudFormation template', () => {
     }
   });
 
-  it('scopes every data statement of both roles to the bucket, the table, the file system or the prewarm function', () => {
+  it('scopes every data statement of the roles to the bucket, the table, the file system or the prewarm function', () => {
     const all = statements();
     for (const s of all.filter((s) => actions(s).some((a) => a.startsWith('s3:')))) {
       expect(text(s.Resource)).toMatch(/LogBucket/);
@@ -149,10 +152,9 @@ describe('the packaged CloudFormation template', () => {
       );
     }
     const objectStatements = all.filter((s) => actions(s).includes('s3:GetObject'));
-    expect(objectStatements.map((s) => s.Resource)).toEqual([
-      { 'Fn::Sub': `${cfn('LogBucket.Arn')}/*` },
-      { 'Fn::Sub': `${cfn('LogBucket.Arn')}/*` },
-    ]);
+    expect(objectStatements.map((s) => s.Resource)).toEqual(
+      ROLES.map(() => ({ 'Fn::Sub': `${cfn('LogBucket.Arn')}/*` })),
+    );
     const invoke = all.filter((s) => actions(s).includes('lambda:InvokeFunction'));
     expect(text(invoke.map((s) => s.Resource))).toContain(
       `:function:${resource('PrewarmLambdaFunction').Properties.FunctionName}`,
@@ -239,7 +241,7 @@ describe('the packaged CloudFormation template', () => {
     });
     const policy = resource('EventsPolicy') as { Condition?: string; Properties: Json };
     expect(policy.Condition).toBe('HasEventBus');
-    expect(policy.Properties.Roles).toEqual([ref('IamRoleLambdaExecution'), ref('PoolRole')]);
+    expect(policy.Properties.Roles).toEqual(ROLES.map(ref));
     expect(policy.Properties.PolicyDocument).toEqual({
       Version: '2012-10-17',
       Statement: [
@@ -322,6 +324,31 @@ describe('the packaged CloudFormation template', () => {
       expect(text(method.Integration.Uri)).toContain('GitLambdaFunction');
       expect(text(method.Integration.Uri)).toContain('/response-streaming-invocations');
     }
+  });
+
+  it('keeps the log: versioned, old versions kept 30 days, deletes only by the maintenance function', () => {
+    const bucket = resource('LogBucket') as unknown as {
+      DeletionPolicy: string;
+      Properties: Json & { LifecycleConfiguration: { Rules: Json[] } };
+    };
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.Properties.VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    expect(bucket.Properties.LifecycleConfiguration.Rules).toContainEqual(
+      expect.objectContaining({ Status: 'Enabled', NoncurrentVersionExpiration: { NoncurrentDays: 30 } }),
+    );
+    const deleters = ROLES.filter((id) =>
+      roleStatements(id).some((s) => actions(s).some((a) => a === 's3:DeleteObject' || a === 's3:*')),
+    );
+    expect(deleters).toEqual(['MaintenanceRole']);
+    const functions = ofType('AWS::Lambda::Function');
+    const withRole = (roleId: string) =>
+      functions.filter(([, f]) => text(f.Properties.Role).includes(roleId)).map(([id]) => id);
+    expect(withRole('MaintenanceRole')).toEqual(['MaintenanceLambdaFunction']);
+    const maintenance = resource('MaintenanceLambdaFunction').Properties;
+    // One run at a time, sized for a repack.
+    expect(maintenance.ReservedConcurrentExecutions).toBe(1);
+    expect(maintenance.EphemeralStorage).toEqual({ Size: 10240 });
+    expect(maintenance.MemorySize).toBe(4096);
   });
 
   it('asks git for credentials through API Gateway: the authorizer on every method, its 401 with WWW-Authenticate', () => {

@@ -177,6 +177,33 @@ describe('sweepOrphans', () => {
     const report = await sweepOrphans(wal, { retentionMs: HOUR, dryRun: true });
     expect(report.repos[0]?.missing).toEqual([first.key]);
   });
+
+  it('stops at its deadline between repositories, and the next run resumes after the last one swept', async () => {
+    const { store, wal } = await setup();
+    for (const repo of ['a/one', 'b/two']) {
+      await wal.createRepo(repo, { public: false });
+      await store.put(packKey(repo, `pack-${'a'.repeat(40)}`, 'pack'), Buffer.from('orphan'));
+    }
+    const later = () => Date.now() + 2 * HOUR;
+    let asked = 0;
+    // Time runs out once the first repository is swept.
+    const first = await sweepOrphans(wal, {
+      retentionMs: HOUR,
+      dryRun: false,
+      now: later,
+      stop: () => asked++ >= 1,
+    });
+    expect(first.repos.map((r) => r.repo)).toEqual(['a/one']);
+    expect(first.resumeAfter).toBe('a/one');
+    const rest = await sweepOrphans(wal, {
+      retentionMs: HOUR,
+      dryRun: false,
+      now: later,
+      startAfter: first.resumeAfter,
+    });
+    expect(rest.repos.map((r) => r.repo)).toEqual(['b/two', REPO]);
+    expect(rest.resumeAfter).toBeUndefined();
+  });
 });
 
 describe('putImmutable', () => {
