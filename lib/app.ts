@@ -27,6 +27,7 @@ import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
 import { createHandler } from './http/createHandler.js';
+import { healthCheck } from './http/health.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
 import type { Logger } from './log.js';
@@ -217,6 +218,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl,
+    health: healthCheck({ store, presence, cacheDir: config.cacheDir }),
     ...(chunkedPushes ? { chunkedPushes } : {}),
     ...(config.route
       ? {

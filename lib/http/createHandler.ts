@@ -10,6 +10,7 @@ import { baseUrl } from './baseUrl.js';
 import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
 import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
+import type { HealthCheck } from './health.js';
 import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
 import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
@@ -20,6 +21,8 @@ export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
   readonly tokens: TokenStore;
   /** Shown on the front page, e.g. https://git.example; without it, the host the client used. */
   readonly publicUrl?: string | undefined;
+  /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */
+  readonly health?: HealthCheck;
 }
 
 const GIT_SUFFIXES = ['/info/refs', '/git-upload-pack', '/git-receive-pack'] as const;
@@ -39,7 +42,7 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
 
 async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreResponse> {
   const path = decodePath(request.path);
-  if (path === '/healthz') return text(200, 'ok');
+  if (path === '/healthz') return healthz(deps);
   if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
   if (path === '/' || path === '') {
@@ -60,6 +63,13 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
   return suffix === '/git-upload-pack'
     ? uploadPack(deps, request, repo, principal, at)
     : receivePack(deps, request, repo, principal, at);
+}
+
+async function healthz(deps: HandlerDeps): Promise<CoreResponse> {
+  if (!deps.health) return text(200, 'ok');
+  const report = await deps.health();
+  const lines = Object.entries(report.checks).map(([name, result]) => `${name}: ${result}`);
+  return text(report.ok ? 200 : 503, `${report.ok ? 'ok' : 'narwal: unhealthy'}\n${lines.join('\n')}`);
 }
 
 function gitSuffix(path: string): (typeof GIT_SUFFIXES)[number] | undefined {
