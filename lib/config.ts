@@ -164,9 +164,15 @@ export function loadConfig(
       : {
           poolUrl: baseUrl('NARWAL_POOL_URL', poolUrl),
           maxCloneBytes: integer(env, 'NARWAL_ROUTE_CLONE_BYTES', 4 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
-          maxPushBytes: integer(env, 'NARWAL_ROUTE_PUSH_BYTES', 2 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
+          maxPushBytes: integer(env, 'NARWAL_ROUTE_PUSH_BYTES', 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
           chunkedPushes: chunkedPushMode(optional(env, 'NARWAL_CHUNKED_PUSHES') ?? 'accepted'),
         };
+  // git follows the redirect with the credentials it holds: a server reached over HTTPS never
+  // sends a client to plain HTTP.
+  if (route?.poolUrl.startsWith('http:') && optional(env, 'NARWAL_PUBLIC_URL')?.startsWith('https:'))
+    throw new ConfigError(
+      'NARWAL_POOL_URL must be https:// when NARWAL_PUBLIC_URL is: tokens never travel in clear text',
+    );
   const prewarmKind = optional(env, 'NARWAL_PREWARM') ?? 'local';
   if (prewarmKind !== 'local' && prewarmKind !== 'lambda')
     throw new ConfigError(`NARWAL_PREWARM must be "local" or "lambda", not ${JSON.stringify(prewarmKind)}`);

@@ -168,7 +168,7 @@ describe.each(CASES)(
       const before = poolPosts('/team/app.git/git-receive-pack');
       await ok(['push', repoUrl(), 'main'], work);
       expect(poolPosts('/team/app.git/git-receive-pack')).toBeGreaterThan(before);
-      expect(logger.decisions.at(-1)?.reason).toMatch(/^a recent push of \d+ bytes exceeds 2097152$/);
+      expect(logger.decisions.at(-1)?.reason).toMatch(/^a recent push of \d+ bytes exceeds 1048576$/);
     });
 
     it('sends a clone too large for a Lambda response to the pool, and it arrives whole', async () => {

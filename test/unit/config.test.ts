@@ -262,12 +262,33 @@ describe('routing of long transfers', () => {
     expect(loadConfig({ NARWAL_POOL_URL: '' }).route).toBeNull();
   });
 
-  it('defaults the thresholds to what a buffered Lambda response and request carry', () => {
+  it('defaults the thresholds to a buffered Lambda response and git’s http.postBuffer', () => {
     expect(loadConfig({ NARWAL_POOL_URL: 'http://pool.example:8080/' }).route).toEqual({
       poolUrl: 'http://pool.example:8080',
       maxCloneBytes: 4 * 1024 ** 2,
-      maxPushBytes: 2 * 1024 ** 2,
+      maxPushBytes: 1024 ** 2,
+      chunkedPushes: 'accepted',
     });
+  });
+
+  it('reads what the gateway does with chunked pushes', () => {
+    expect(
+      loadConfig({ NARWAL_POOL_URL: 'http://p', NARWAL_CHUNKED_PUSHES: 'pool' }).route?.chunkedPushes,
+    ).toBe('pool');
+    expect(configError({ NARWAL_POOL_URL: 'http://p', NARWAL_CHUNKED_PUSHES: 'yes' }).message).toBe(
+      'NARWAL_CHUNKED_PUSHES must be "accepted" or "pool", not "yes"',
+    );
+  });
+
+  it('never redirects a client that came over HTTPS to plain HTTP', () => {
+    expect(
+      configError({ NARWAL_POOL_URL: 'http://pool.example', NARWAL_PUBLIC_URL: 'https://git.example' })
+        .message,
+    ).toBe('NARWAL_POOL_URL must be https:// when NARWAL_PUBLIC_URL is: tokens never travel in clear text');
+    expect(
+      loadConfig({ NARWAL_POOL_URL: 'https://pool.example', NARWAL_PUBLIC_URL: 'https://git.example' }).route
+        ?.poolUrl,
+    ).toBe('https://pool.example');
   });
 
   it('keeps a path prefix of the pool URL and reads both thresholds', () => {
@@ -277,7 +298,12 @@ describe('routing of long transfers', () => {
         NARWAL_ROUTE_CLONE_BYTES: '104857600',
         NARWAL_ROUTE_PUSH_BYTES: '0',
       }).route,
-    ).toEqual({ poolUrl: 'https://pool.example/git', maxCloneBytes: 104_857_600, maxPushBytes: 0 });
+    ).toEqual({
+      poolUrl: 'https://pool.example/git',
+      maxCloneBytes: 104_857_600,
+      maxPushBytes: 0,
+      chunkedPushes: 'accepted',
+    });
   });
 
   it.each([
