@@ -1,0 +1,2 @@
+/** See imageManifest.mjs. */
+export function lambdaManifestProblem(raw: string): string | null;
