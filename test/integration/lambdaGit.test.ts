@@ -53,6 +53,57 @@ describe.each(['streamed', 'buffered'] as FunctionKind[])('git through the %s gi
     expect(stack.api.invocations.some((i) => i.path === '/lambda/basic.git/git-receive-pack')).toBe(true);
   });
 
+  it('asks git for credentials once, after the 401, for a private push, clone and fetch over v0 and v2', async () => {
+    const asked = join(home, `asked-${randomBytes(4).toString('hex')}`);
+    // A credential helper that answers with the admin token and notes each time git asks.
+    const helper = `!f() { test "$1" = get && echo asked >> ${asked}; echo username=admin; echo password=${ADMIN_TOKEN}; }; f`;
+    const withHelper = (args: string[], cwd?: string) =>
+      gitOk(['-c', `credential.helper=${helper}`, ...args], { home, ...(cwd ? { cwd } : {}) });
+    const times = async () =>
+      (await readFile(asked, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+    const url = `${stack.api.url}/lambda/private.git`;
+    const work = await workRepo(home, 1, 'private');
+    await withHelper(['push', '-q', url, 'main'], work);
+    expect(await times()).toBe(1);
+    for (const version of ['0', '2']) {
+      const clone = join(home, `private-v${version}`);
+      await withHelper(['-c', `protocol.version=${version}`, 'clone', '-q', url, clone]);
+      const head = await commitFile(work, home, `v${version}.txt`, `${version}\n`);
+      await withHelper(['push', '-q', url, 'main'], work);
+      await withHelper(['-c', `protocol.version=${version}`, 'fetch', '-q', 'origin'], clone);
+      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(head);
+    }
+    // One question per git command: the push, then clone, push and fetch for each version.
+    expect(await times()).toBe(7);
+    // Every question came after a 401 with WWW-Authenticate from the gateway.
+    expect(
+      stack.api.refusals.filter((r) => r.reason === 'authorizer: Unauthorized').length,
+    ).toBeGreaterThanOrEqual(7);
+  });
+
+  it('lets anyone clone a public repository through the gateway, and asks for credentials only to push', async () => {
+    await stack.apps[0]?.wal.createRepo('lambda/open', { public: true });
+    const work = await workRepo(home, 1, 'open');
+    await gitOk(['push', '-q', `${withToken(stack.api.url)}/lambda/open.git`, 'main'], { cwd: work, home });
+    for (const version of ['0', '2']) {
+      const clone = join(home, `open-v${version}`);
+      // No credentials anywhere: git may not ask for any (GIT_TERMINAL_PROMPT=0).
+      await gitOk(
+        ['-c', `protocol.version=${version}`, 'clone', '-q', `${stack.api.url}/lambda/open.git`, clone],
+        {
+          home,
+        },
+      );
+      expect((await gitOk(['rev-parse', 'HEAD'], { cwd: clone, home })).trim()).toBe(
+        (await gitOk(['rev-parse', 'HEAD'], { cwd: work, home })).trim(),
+      );
+    }
+    await commitFile(work, home, 'anonymous.txt', 'no\n');
+    const anonymous = await git(['push', `${stack.api.url}/lambda/open.git`, 'main'], { cwd: work, home });
+    expect(anonymous.code).not.toBe(0);
+    expect(anonymous.stderr).toMatch(/could not read Username/);
+  });
+
   it('takes a push over git’s post buffer in one request when http.postBuffer allows, and never half of one', async () => {
     const url = `${withToken(stack.api.url)}/lambda/chunked.git`;
     const work = await workRepo(home, 1, 'chunked');
