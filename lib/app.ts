@@ -21,8 +21,8 @@ import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js'
 import { ClonePacking } from './git/clonePack.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
-import { installHooks } from './git/hookScript.js';
-import { installPackCacheHook } from './git/packCacheHook.js';
+import { ensureHooks, installHooks } from './git/hookScript.js';
+import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
 import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
 import { createHandler } from './http/createHandler.js';
@@ -132,6 +132,13 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   await mkdir(scratchRoot, { recursive: true });
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
   const packObjectsHook = config.packCache ? await installPackCacheHook(hooksDir) : null;
+  // The data directory may lose them under a running node (deleted, cleaned): install them again.
+  const ensureAllHooks = async () => {
+    await Promise.all([
+      ensureHooks(hooksDir),
+      packObjectsHook === null ? undefined : ensurePackCacheHook(packObjectsHook),
+    ]);
+  };
   const wal = new Wal(store);
   const sinks = await createEventSinks(
     config.events,
@@ -200,6 +207,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     tokens,
     logger,
     hooksDir,
+    ensureHooks: ensureAllHooks,
     packObjectsHook,
     refAnswers: new RefAnswers({ maxBytes: REF_ANSWER_BYTES }),
     clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),

@@ -19,8 +19,8 @@
  * A shell script because upload-pack starts it for every fetch: a few coreutils processes cost a
  * millisecond or two, a runtime would cost more than the pack.
  */
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ensureScript, installScript } from './installScript.js';
 
 /** The directory, inside a generation, that holds its cached packs. */
 export const PACK_CACHE_DIR = 'narwal-packs';
@@ -79,11 +79,14 @@ rm -f "$part" "$part.status" "$lock" "$in"
 [ "$sent" = 0 ]
 `;
 
-/** Writes the hook into `dir` and answers its path. */
+/** Installs the hook into `dir` (see installScript.ts) and answers its path. */
 export async function installPackCacheHook(dir: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
   const path = join(dir, 'pack-objects');
-  await writeFile(path, SCRIPT);
-  await chmod(path, 0o755);
+  await installScript(path, SCRIPT);
   return path;
+}
+
+/** Puts the hook back at `path` if it has gone; called before each upload-pack that may use it. */
+export function ensurePackCacheHook(path: string): Promise<void> {
+  return ensureScript(path, SCRIPT);
 }

@@ -47,6 +47,11 @@ export interface ReceivePackDeps {
   readonly publisher: Publisher;
   readonly store: ObjectStore;
   readonly hooksDir: string;
+  /**
+   * Puts back hooks that have gone from `hooksDir` (and the pack cache hook, when used); cheap
+   * when they are there. Called before each git that runs them.
+   */
+  readonly ensureHooks: () => Promise<void>;
   readonly scratchRoot: string;
   readonly maxHeadBytes: number;
   readonly maxCommands: number;
@@ -171,6 +176,7 @@ async function receiveInto(
   }
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
   try {
+    await deps.ensureHooks();
     child = await deps.git.spawn(
       [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc', scratch.dir],
       {
