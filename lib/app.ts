@@ -127,9 +127,10 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const adminToken = await loadAdminToken(config);
   const home = join(config.dataDir, 'home');
   await mkdir(home, { recursive: true });
-  const node = await claimNodeDir(config.cacheDir);
-  const scratchRoot = join(node.dir, 'push');
-  await mkdir(scratchRoot, { recursive: true });
+  const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
+  const node = await claimNodeDir({ cacheRoot: config.cacheDir, ttlMs: config.nodeTtlMs, now });
+  // Asked at each use: the directory is this node's only while its record is live (nodeDir.ts).
+  const scratchRoot = () => node.scratch();
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
   const packObjectsHook = config.packCache ? await installPackCacheHook(hooksDir) : null;
   // The data directory may lose them under a running node (deleted, cleaned): install them again.
@@ -160,7 +161,6 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         });
   // Events go out only after the CAS that published their entries succeeded.
   const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
-  const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
   const presence = await createPresence(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const git = new GitRunner({
@@ -254,7 +254,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       );
       return progress.flat();
     },
-    sweep: () => sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger }),
+    async sweep() {
+      const nodes = await node.sweep();
+      if (nodes > 0) logger.info('node directories removed', { nodes });
+      return sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger });
+    },
     async idle() {
       while (background.size > 0) await Promise.allSettled([...background]);
     },
