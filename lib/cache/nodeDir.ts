@@ -98,21 +98,22 @@ class NodeDirs implements NodeDir {
     this.#timer.unref();
   }
 
-  scratch(): Promise<string> {
-    return this.#serial(async () => {
-      let current = this.#current();
-      // The timer keeps two thirds of the period ahead; less means it has not run (a frozen or
-      // stalled process): renew now, before anything is put in the directory.
-      if (current !== null && current.expiresAt - this.#now() < this.#ttlMs / 3) {
-        await this.#renew();
-        current = this.#current();
-      }
-      current ??= await this.#claim();
-      const push = join(current.dir, 'push');
-      // Made again if it has gone (the cache deleted by hand): the record goes back first.
-      if ((await mkdir(push, { recursive: true })) !== undefined) await this.#writeRecord(current);
-      return push;
-    });
+  async scratch(): Promise<string> {
+    // The timer keeps two thirds of the period ahead; less means it has not run (a frozen or
+    // stalled process): renew now, before anything is put in the directory.
+    const fresh = (identity: Identity | null): identity is Identity =>
+      identity !== null && identity.expiresAt - this.#now() >= this.#ttlMs / 3;
+    const known = this.#current();
+    const current = fresh(known)
+      ? known
+      : await this.#serial(async () => {
+          if (!fresh(this.#current())) await this.#renew();
+          return this.#current() ?? (await this.#claim());
+        });
+    const push = join(current.dir, 'push');
+    // Made again if it has gone (the cache deleted under a running node), with its record.
+    if ((await mkdir(push, { recursive: true })) !== undefined) await this.#writeRecord(current);
+    return push;
   }
 
   sweep(): Promise<number> {
