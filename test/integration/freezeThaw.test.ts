@@ -7,15 +7,17 @@
  * directory. Thawed (SIGCONT), it finishes its clone, answers with the newest state, pushes
  * through a directory it makes again, and the log holds exactly what the clients were told.
  */
-import { readdir, rm } from 'node:fs/promises';
+import { access, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPresence } from '../../lib/app.js';
 import { repoPartition, WRITER } from '../../lib/cache/leases.js';
+import { COMPLETE } from '../../lib/cache/RepoCache.js';
 import { loadConfig } from '../../lib/config.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { Wal } from '../../lib/wal/Wal.js';
+import { deleteInUse } from '../helpers/deleteInUse.js';
 import { type GitOutput, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { startProcess, tempDataDir } from '../helpers/narwalServer.js';
 
@@ -108,8 +110,26 @@ describe('a node frozen past its expiries, then thawed', () => {
     const main = (await gitOk(['rev-parse', 'HEAD'], { cwd: seed, home })).trim();
 
     // A clone through C of a cold cache: C takes the writer lock and downloads. Freeze it there.
-    await rm(join(dataDir, 'cache', 'repos'), { recursive: true, force: true });
+    // First A's prewarm after the last push finishes, lest it fill the cache again meanwhile.
     const presence = await createPresence(loadConfig({}, { dataDir }));
+    const built = async () => {
+      const repoDir = join(dataDir, 'cache', 'repos', 'freeze', 'app.git');
+      for (const incarnation of await readdir(repoDir).catch(() => [])) {
+        for (const gen of await readdir(join(repoDir, incarnation, 'gens')).catch(() => [])) {
+          if (!gen.startsWith('000000000006-')) continue;
+          if (
+            await access(join(repoDir, incarnation, 'gens', gen, COMPLETE)).then(
+              () => true,
+              () => false,
+            )
+          )
+            return (await presence.get(repoPartition(REPO), WRITER)) === null;
+        }
+      }
+      return false;
+    };
+    expect(await eventually(built)).toBe(true);
+    await deleteInUse(join(dataDir, 'cache', 'repos'));
     // A lock's owner starts with its node's name (the prefix of the node's directory names).
     const cLock = async () => {
       const lock = await presence.get(repoPartition(REPO), WRITER);

@@ -9,6 +9,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteInUse } from '../helpers/deleteInUse.js';
 import { type GitOutput, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { startProcess, tempDataDir } from '../helpers/narwalServer.js';
 import { namespacePid, ownPidNamespace } from '../helpers/pidNamespace.js';
@@ -66,7 +67,7 @@ describe('nodes in PID namespaces of their own, sharing one cache', () => {
     const after = await nodeDirs();
     for (const name of lambdaDirs) expect(after, 'the directory of the lambda node').toContain(name);
     // ...where a push into a cold cache spools its body while the repository is prepared.
-    await rm(join(dataDir, 'cache', 'repos'), { recursive: true, force: true });
+    await deleteInUse(join(dataDir, 'cache', 'repos'));
     const again = await push(lambda, work, 'through the lambda node after the pool node started');
     expect(again.stderr).not.toMatch(/ENOENT|error/i);
     expect(again.code).toBe(0);

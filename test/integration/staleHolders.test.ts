@@ -12,6 +12,7 @@ import { LAST_USED, sweepCache } from '../../lib/cache/evict.js';
 import { loadConfig } from '../../lib/config.js';
 import { silentLogger } from '../../lib/log.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
+import { deleteInUse } from '../helpers/deleteInUse.js';
 import { Gate, gatedPresence, gatedStore } from '../helpers/gate.js';
 import { git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { ADMIN_TOKEN, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
@@ -48,13 +49,13 @@ describe('a writer-lock holder that was stopped and goes on', () => {
     try {
       await repoOfPushes(other.authUrl, 'stale/build', 4);
       await other.app.idle();
-      await rm(join(dataDir, 'cache', 'repos'), { recursive: true, force: true });
+      await deleteInUse(join(dataDir, 'cache', 'repos'));
       const loaded = await frozen.wal.readIndex('stale/build');
       if (loaded === null) throw new Error('repository missing');
       const reading = frozen.cache.read(frozen.cache.target(loaded));
       await gate.reached;
       // Meanwhile the repository's cache is evicted and another node starts its generation again.
-      await rm(join(dataDir, 'cache', 'repos'), { recursive: true, force: true });
+      await deleteInUse(join(dataDir, 'cache', 'repos'));
       const started = await other.app.cache.advertise(other.app.cache.target(loaded));
       await started.release();
       gate.release();
