@@ -21,8 +21,8 @@ import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js'
 import { ClonePacking } from './git/clonePack.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
-import { installHooks } from './git/hookScript.js';
-import { installPackCacheHook } from './git/packCacheHook.js';
+import { ensureHooks, installHooks } from './git/hookScript.js';
+import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
 import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
@@ -129,11 +129,19 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const adminToken = await loadAdminToken(config);
   const home = join(config.dataDir, 'home');
   await mkdir(home, { recursive: true });
-  const node = await claimNodeDir(config.cacheDir);
-  const scratchRoot = join(node.dir, 'push');
-  await mkdir(scratchRoot, { recursive: true });
+  const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
+  const node = await claimNodeDir({ cacheRoot: config.cacheDir, ttlMs: config.nodeTtlMs, now });
+  // Asked at each use: the directory is this node's only while its record is live (nodeDir.ts).
+  const scratchRoot = () => node.scratch();
   const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
   const packObjectsHook = config.packCache ? await installPackCacheHook(hooksDir) : null;
+  // The data directory may lose them under a running node (deleted, cleaned): install them again.
+  const ensureAllHooks = async () => {
+    await Promise.all([
+      ensureHooks(hooksDir),
+      packObjectsHook === null ? undefined : ensurePackCacheHook(packObjectsHook),
+    ]);
+  };
   const wal = new Wal(store);
   const sinks = await createEventSinks(
     config.events,
@@ -155,7 +163,6 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         });
   // Events go out only after the CAS that published their entries succeeded.
   const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
-  const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
   const presence = await createPresence(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const git = new GitRunner({
@@ -206,6 +213,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     tokens,
     logger,
     hooksDir,
+    ensureHooks: ensureAllHooks,
     packObjectsHook,
     refAnswers: new RefAnswers({ maxBytes: REF_ANSWER_BYTES }),
     clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),
@@ -255,7 +263,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       );
       return progress.flat();
     },
-    sweep: () => sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger }),
+    async sweep() {
+      const nodes = await node.sweep();
+      if (nodes > 0) logger.info('node directories removed', { nodes });
+      return sweepCache(config.cacheDir, leases, { idleMs: config.idleEvictMs, logger });
+    },
     async idle() {
       while (background.size > 0) await Promise.allSettled([...background]);
     },

@@ -18,6 +18,11 @@ export interface Config {
   readonly presence: { readonly kind: 'local' } | PresenceDynamoConfig;
   /** How long a read lease or the writer lock lives without renewal. */
   readonly leaseTtlMs: number;
+  /**
+   * How long a node's record vouches for its scratch directory in the shared cache without being
+   * rewritten (lib/cache/nodeDir.ts): the directory of a node gone (or frozen) this long is removed.
+   */
+  readonly nodeTtlMs: number;
   /** Generations and repository caches unused this long are evicted. */
   readonly idleEvictMs: number;
   /**
@@ -190,6 +195,7 @@ export function loadConfig(
     events: eventsConfig(env),
     presence,
     leaseTtlMs: integer(env, 'NARWAL_LEASE_TTL_MS', 60_000, 1_000, 3_600_000),
+    nodeTtlMs: integer(env, 'NARWAL_NODE_TTL_MS', 10 * 60_000, 1_000, 24 * 3_600_000),
     idleEvictMs: integer(env, 'NARWAL_IDLE_EVICT_MS', 30 * 60_000, 1_000, 30 * 24 * 3_600_000),
     sweepRetentionMs: integer(env, 'NARWAL_SWEEP_RETENTION_MS', 24 * 3_600_000, 60_000, 365 * 24 * 3_600_000),
     clockSkewMs: signedInteger(env, 'NARWAL_CLOCK_SKEW_MS', 0, -3_600_000, 3_600_000),

@@ -38,7 +38,8 @@ export interface CheckpointerDeps {
   readonly cache: RepoCache;
   readonly git: GitRunner;
   readonly leases: LeaseOptions;
-  readonly scratchRoot: string;
+  /** The node's scratch directory, made sure to exist and to be its own (nodeDir.ts). */
+  readonly scratchRoot: () => Promise<string>;
   readonly logger: Logger;
   readonly policy: CheckpointPolicy;
 }
@@ -148,8 +149,8 @@ export class Checkpointer {
   async #build(repo: string, loaded: LoadedIndex): Promise<CheckpointPointer> {
     const { wal, cache, git, publisher } = this.#deps;
     const { index } = loaded;
+    const dir = join(await this.#deps.scratchRoot(), `checkpoint-${randomUUID()}.git`);
     const generation = await cache.read(cache.target(loaded));
-    const dir = join(this.#deps.scratchRoot, `checkpoint-${randomUUID()}.git`);
     const packDir = join(dir, 'objects', 'pack');
     try {
       await mkdir(packDir, { recursive: true });

@@ -20,7 +20,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { access, link, mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import {
+  access,
+  link,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Busy } from '../git/GitBudget.js';
@@ -42,7 +53,14 @@ import {
   objectsDir,
   pastGenerationName,
 } from './layout.js';
-import { type Held, type LeaseOptions, takeLease, tryWriterLock, waitForWriter } from './leases.js';
+import {
+  type Held,
+  type LeaseOptions,
+  type Lock,
+  takeLease,
+  tryWriterLock,
+  waitForWriter,
+} from './leases.js';
 import type { PackIndexer } from './multiPackIndex.js';
 import { writePackedRefs } from './packedRefs.js';
 
@@ -93,6 +111,16 @@ const REPLAY_RATHER_THAN_CHECKPOINT = 200;
 const PUSH_LAG = 8;
 /** Marks a generation whose object store holds everything its refs reach. */
 export const COMPLETE = 'narwal-complete';
+/**
+ * Names one object store for as long as it exists: a store deleted and made again under the same
+ * path gets another name, so a build can tell that the packs it downloaded went with the old one.
+ */
+const STORE_ID = 'narwal-store-id';
+
+/** A build found the cache changed under it (evicted, deleted, or its lock taken over): build again. */
+export class BuildSuperseded extends Error {
+  readonly code = 'BuildSuperseded';
+}
 
 export class RepoCache {
   readonly #root: string;
@@ -301,7 +329,7 @@ export class RepoCache {
           continue;
         }
         try {
-          if (!(await done())) await this.#completeLocked(target, progress);
+          if (!(await done())) await this.#completeLocked(target, lock, progress);
         } catch (error) {
           // The cache directory may be deleted at any moment (eviction, an operator): start over.
           if (++failures >= 3) throw error;
@@ -317,13 +345,14 @@ export class RepoCache {
     });
   }
 
-  async #completeLocked(target: CacheTarget, progress?: Progress): Promise<void> {
+  async #completeLocked(target: CacheTarget, lock: Lock, progress?: Progress): Promise<void> {
     const started = performance.now();
     const incarnation = incarnationDir(this.#root, target.repo, target.created);
     const objects = objectsDir(incarnation);
     const gens = gensDir(incarnation);
     await mkdir(join(objects, 'pack'), { recursive: true });
     await mkdir(gens, { recursive: true });
+    const store = await objectStoreId(objects);
     // A complete generation means the packs of every entry up to its seq are in the object store
     // (a newer one, which a clone of the past finds, leaves nothing to download).
     const base = await newestComplete(gens, Number.MAX_SAFE_INTEGER);
@@ -344,6 +373,11 @@ export class RepoCache {
     }
     const [items] = await Promise.all([target.itemsAfter(from), this.#ensureRefs(target)]);
     await this.#replay(target.repo, objects, items, progress);
+    // The mark says "every object of these refs is here": true of the object store this build
+    // started from, which is gone if the repository's cache was evicted (or deleted) meanwhile,
+    // and only while no other builder took over (this process may have been frozen past its lock).
+    if ((await readObjectStoreId(objects)) !== store || !(await lock.held()))
+      throw new BuildSuperseded(`the cache of ${target.repo} changed while ${target.name} was built`);
     this.#indexPacks(objects);
     await writeFile(join(this.#dir(target), COMPLETE), '');
     const ms = Math.round(performance.now() - started);
@@ -465,6 +499,24 @@ async function linkIfMissing(from: string, to: string): Promise<void> {
     if (error instanceof Error && 'code' in error && error.code === 'EEXIST') return;
     throw error;
   }
+}
+
+/** The name of the object store at `objects`, given to it by whoever asks first. */
+async function objectStoreId(objects: string): Promise<string> {
+  const path = join(objects, STORE_ID);
+  const temp = `${path}.${randomBytes(6).toString('hex')}`;
+  try {
+    // Written whole, then linked create-only: a reader never sees half a name, the first one wins.
+    await writeFile(temp, randomBytes(12).toString('hex'));
+    await linkIfMissing(temp, path);
+  } finally {
+    await rm(temp, { force: true });
+  }
+  return readFile(path, 'utf8');
+}
+
+async function readObjectStoreId(objects: string): Promise<string | null> {
+  return readFile(join(objects, STORE_ID), 'utf8').catch(() => null);
 }
 
 export async function exists(path: string): Promise<boolean> {

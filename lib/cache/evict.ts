@@ -65,16 +65,35 @@ async function sweepIncarnation(
       await rm(join(gensDir, name), { recursive: true, force: true });
     }
   }
-  const newestIdle = newest === undefined || now - (await lastUsed(join(gensDir, newest))) >= options.idleMs;
-  if (leased.size > 0 || !newestIdle) return { generations, repositories: 0 };
+  const idle = () => incarnationIdle(gensDir, leases, repo, options.idleMs);
+  if (!(await idle())) return { generations, repositories: 0 };
   const lock = await tryWriterLock(leases, repo, 'evict');
   if (lock === null) return { generations, repositories: 0 };
   try {
+    // Decided again under the lock, by the clock now: what was seen before may be old news (this
+    // process frozen in between, a generation built meanwhile), and the lock is checked last
+    // because a lock whose holder was frozen past its expiry may belong to a builder by now.
+    if (!(await idle()) || !(await lock.held())) return { generations, repositories: 0 };
     const gone = await evict(incarnation, async () => (await leasedGenerations(leases, repo)).size > 0);
     return { generations, repositories: gone ? 1 : 0 };
   } finally {
     await lock.release();
   }
+}
+
+/** No generation of the incarnation is leased, and its newest one has been idle long enough. */
+async function incarnationIdle(
+  gensDir: string,
+  leases: LeaseOptions,
+  repo: string,
+  idleMs: number,
+): Promise<boolean> {
+  const newest = (await children(gensDir))
+    .filter((n) => generationSeq(n) !== undefined)
+    .sort()
+    .pop();
+  if ((await leasedGenerations(leases, repo)).size > 0) return false;
+  return newest === undefined || leases.now() - (await lastUsed(join(gensDir, newest))) >= idleMs;
 }
 
 /** Renames `dir` away, re-checks `inUse`, and deletes it or puts it back. */

@@ -12,6 +12,17 @@ export interface Held {
   release(): Promise<void>;
 }
 
+/**
+ * The writer lock. Whoever acts under it asks `held()` right before an act another holder's work
+ * could be hurt by: its renewal timer is no proof, since a process that was frozen (a Lambda
+ * sandbox between invocations, SIGSTOP) or stalled past the expiry finds the lock taken over by
+ * someone else, and its timer's renewals fail without it hearing of it.
+ */
+export interface Lock extends Held {
+  /** Whether the presence record still names this acquisition and is live by the clock now. */
+  held(): Promise<boolean>;
+}
+
 export interface LeaseOptions {
   readonly presence: PresenceStore;
   /** Who holds records made here (a node or invocation id). */
@@ -75,7 +86,7 @@ export async function tryWriterLock(
   options: LeaseOptions,
   repo: string,
   purpose: string,
-): Promise<Held | null> {
+): Promise<Lock | null> {
   const key = repoPartition(repo);
   const owner = acquisitionOwner(options);
   const created = await options.presence.tryCreate({
@@ -85,7 +96,15 @@ export async function tryWriterLock(
     expiresAt: options.now() + options.ttlMs,
     data: { purpose },
   });
-  return created ? keepAlive(options, key, WRITER, owner) : null;
+  if (!created) return null;
+  const held = keepAlive(options, key, WRITER, owner);
+  return {
+    release: () => held.release(),
+    async held() {
+      const record = await options.presence.get(key, WRITER);
+      return record !== null && record.owner === owner;
+    },
+  };
 }
 
 /** Waits until `ready()` holds or the writer lock is free to take; polls, bounded by `timeoutMs`. */

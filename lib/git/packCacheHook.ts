@@ -7,9 +7,14 @@
  * boundary, no filter - asks for exactly the same objects every time, and a generation is
  * immutable, so the first such pack is kept inside the generation (it goes when the generation is
  * evicted) and later clones are served from the file: a clone storm costs one pack-objects, not
- * one per clone. Identical clones arriving while the first is packing wait for it (a lock file,
- * taken over when its holder died) rather than pack the same objects again. Anything else - a
- * fetch with haves, a shallow or partial clone - runs pack-objects as usual.
+ * one per clone. Identical clones arriving while the first is packing wait for it (a lock file)
+ * rather than pack the same objects again. Anything else - a fetch with haves, a shallow or
+ * partial clone - runs pack-objects as usual.
+ *
+ * The lock is kept fresh by its holder (its modification time, every second) for as long as it
+ * packs, and one not refreshed for STALE_SECONDS is taken over. Its holder may run on another
+ * node, in another PID namespace (a pid in the lock would name some other process there, or
+ * none), or be frozen with its sandbox: only the file's age says anything about it.
  *
  * When narwal has recognised the request as a full clone too, it passes its own name for it in
  * NARWAL_CLONE_KEY (protocol/fullClone.ts), and the hook links the pack under that name as well:
@@ -19,8 +24,8 @@
  * A shell script because upload-pack starts it for every fetch: a few coreutils processes cost a
  * millisecond or two, a runtime would cost more than the pack.
  */
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ensureScript, installScript } from './installScript.js';
 
 /** The directory, inside a generation, that holds its cached packs. */
 export const PACK_CACHE_DIR = 'narwal-packs';
@@ -30,6 +35,9 @@ export const CLONE_SUFFIX = '.clone';
 
 /** How long a clone waits for an identical one to finish packing before it packs on its own. */
 export const WAIT_SECONDS = 120;
+
+/** A lock its holder has not refreshed for this long is taken over (its holder died or froze). */
+export const STALE_SECONDS = 10;
 
 const SCRIPT = `#!/bin/sh
 # narwal: uploadpack.packObjectsHook; caches the pack of a full clone inside the generation.
@@ -54,15 +62,15 @@ alias_pack() {
 key=$({ printf '%s\\n' "$@"; cat "$in"; } | sha256sum | cut -c1-64)
 pack="$cache/$key.pack"
 lock="$cache/$key.lock"
-me="$(hostname 2>/dev/null) $$"
 waited=0
 while :; do
   if [ -f "$pack" ]; then rm -f "$in"; alias_pack; exec cat "$pack"; fi
-  if (set -C; echo "$me" >"$lock") 2>/dev/null; then break; fi
-  # Someone else packs the same objects: wait for the file, unless the lock's holder is gone.
-  holder=$(cat "$lock" 2>/dev/null)
-  if [ "\${holder% *}" = "\${me% *}" ] && ! kill -0 "\${holder#* }" 2>/dev/null; then
-    rm -f "$lock"; continue
+  if (set -C; echo "$$" >"$lock") 2>/dev/null; then break; fi
+  # Someone else packs the same objects: wait for the file, unless (checked once a second) its
+  # holder stopped keeping the lock fresh - it died, or froze with its sandbox.
+  if [ $((waited % 20)) = 0 ] && changed=$(stat -c %Y "$lock" 2>/dev/null) &&
+    [ $(($(date +%s) - changed)) -ge ${STALE_SECONDS} ]; then
+    rm -f "$lock"; waited=$((waited + 1)); continue
   fi
   if [ "$waited" -ge ${WAIT_SECONDS * 20} ]; then
     "$@" <"$in"; status=$?; rm -f "$in"; exit $status
@@ -70,8 +78,13 @@ while :; do
   sleep 0.05; waited=$((waited + 1))
 done
 part="$cache/.$key.$$"
+# Keeps the lock fresh while this shell lives ($$ is this shell, also in the subshell), on its
+# own stdio so that upload-pack's read of the pack ends when the pack does.
+(while sleep 1 && kill -0 $$ 2>/dev/null; do touch -c "$lock" || exit 0; done) </dev/null >/dev/null 2>&1 &
+keeper=$!
 { "$@" <"$in"; echo $? >"$part.status"; } | tee "$part"
 sent=$?
+kill "$keeper" 2>/dev/null
 status=$(cat "$part.status" 2>/dev/null || echo 1)
 [ "$status" = 0 ] && [ "$sent" = 0 ] && mv -f "$part" "$pack" && alias_pack
 rm -f "$part" "$part.status" "$lock" "$in"
@@ -79,11 +92,14 @@ rm -f "$part" "$part.status" "$lock" "$in"
 [ "$sent" = 0 ]
 `;
 
-/** Writes the hook into `dir` and answers its path. */
+/** Installs the hook into `dir` (see installScript.ts) and answers its path. */
 export async function installPackCacheHook(dir: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
   const path = join(dir, 'pack-objects');
-  await writeFile(path, SCRIPT);
-  await chmod(path, 0o755);
+  await installScript(path, SCRIPT);
   return path;
+}
+
+/** Puts the hook back at `path` if it has gone; called before each upload-pack that may use it. */
+export function ensurePackCacheHook(path: string): Promise<void> {
+  return ensureScript(path, SCRIPT);
 }

@@ -47,7 +47,13 @@ export interface ReceivePackDeps {
   readonly publisher: Publisher;
   readonly store: ObjectStore;
   readonly hooksDir: string;
-  readonly scratchRoot: string;
+  /**
+   * Puts back hooks that have gone from `hooksDir` (and the pack cache hook, when used); cheap
+   * when they are there. Called before each git that runs them.
+   */
+  readonly ensureHooks: () => Promise<void>;
+  /** The node's scratch directory, made sure to exist and to be its own (cache/nodeDir.ts). */
+  readonly scratchRoot: () => Promise<string>;
   readonly maxHeadBytes: number;
   readonly maxCommands: number;
   readonly logger: Logger;
@@ -100,7 +106,7 @@ export async function runReceivePack(
   request: ReceivePackRequest,
 ): Promise<ReceivePackOutcome> {
   // A repository that does not exist yet has nothing to prepare and must not get a cache entry.
-  if (request.create) return receiveInto(deps, request, await createEmptyBase(deps.scratchRoot));
+  if (request.create) return receiveInto(deps, request, await createEmptyBase(await deps.scratchRoot()));
   // The generation of the index the client's advertisement came from (or a newer one): its
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
   const target = deps.cache.target(request.loaded);
@@ -109,7 +115,7 @@ export async function runReceivePack(
   }
   const near = await deps.cache.nearlyComplete(target);
   if (near) return receiveInto(deps, request, near);
-  const spool = await spoolBody(request.body, deps.scratchRoot, {
+  const spool = await spoolBody(request.body, await deps.scratchRoot(), {
     maxHeadBytes: deps.maxHeadBytes,
     maxCommands: deps.maxCommands,
   });
@@ -164,13 +170,14 @@ async function receiveInto(
   const { repo } = request;
   let scratch: Awaited<ReturnType<typeof createScratchRepo>>;
   try {
-    scratch = await createScratchRepo(deps.scratchRoot, generation);
+    scratch = await createScratchRepo(await deps.scratchRoot(), generation);
   } catch (error) {
     await Promise.all([generation.release(), cleanup()]);
     throw error;
   }
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
   try {
+    await deps.ensureHooks();
     child = await deps.git.spawn(
       [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc', scratch.dir],
       {

@@ -461,6 +461,12 @@ async function spawnUploadPack(
   generation: Generation,
   options: UploadPackOptions,
 ): Promise<{ child: ChildProcess; exit: Promise<ChildExit> }> {
+  // upload-pack runs the pack cache hook, if there is one, for what it packs.
+  if (deps.packObjectsHook !== null)
+    await deps.ensureHooks().catch(async (error: unknown) => {
+      await generation.release();
+      throw error;
+    });
   const child = await spawnReleasing(
     deps.git,
     generation,

@@ -3,6 +3,7 @@
  * `narwal serve` process from the built CLI (for several nodes sharing one data directory).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -59,14 +60,31 @@ export async function startInProcess(
 
 const CLI = resolve(import.meta.dirname, '../../dist/narwal.js');
 
-/** A real `narwal serve` process; several may share one data directory. */
+/**
+ * A real `narwal serve` process; several may share one data directory. `launcher` is a command
+ * that runs it (`unshare ...`: see pidNamespace.ts); `processGroup` puts it and everything it
+ * starts in a process group of its own, which `signalGroup` signals as one (a frozen sandbox).
+ */
 export async function startProcess(options: {
   dataDir: string;
   env?: Record<string, string>;
-}): Promise<RunningNarwal & { child: ChildProcess; output(): string }> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', options.dataDir], {
+  launcher?: readonly string[];
+  processGroup?: boolean;
+}): Promise<
+  RunningNarwal & {
+    child: ChildProcess;
+    output(): string;
+    /** The pid of the narwal process itself, as this process sees it. */
+    pid(): number;
+    signalGroup(signal: NodeJS.Signals): void;
+  }
+> {
+  const [command = process.execPath, ...prefix] = options.launcher ?? [];
+  const args = [CLI, 'serve', '--port', '0', '--data', options.dataDir];
+  const child = spawn(command, options.launcher ? [...prefix, process.execPath, ...args] : args, {
     env: { PATH: process.env.PATH, NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, NARWAL_QUIET: '1', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.processGroup === true,
   });
   // 'close' comes after the process exits and its output pipes are drained, so output() then
   // holds every line it printed.
@@ -84,6 +102,8 @@ export async function startProcess(options: {
     });
     child.once('exit', (code) => fail(new Error(`narwal serve exited with ${code}: ${stderr}`)));
   });
+  const narwalPid = options.launcher ? descendantRunning(child.pid ?? 0, CLI) : child.pid;
+  if (narwalPid === undefined) throw new Error(`narwal serve not found under ${options.launcher?.join(' ')}`);
   return {
     child,
     url,
@@ -91,9 +111,43 @@ export async function startProcess(options: {
     dataDir: options.dataDir,
     /** Everything the process printed so far: stdout, then stderr (its log lines). */
     output: () => `${out}${stderr}`,
+    pid: () => narwalPid,
+    signalGroup(signal) {
+      if (!options.processGroup || child.pid === undefined)
+        throw new Error('not in a process group of its own');
+      process.kill(-child.pid, signal);
+    },
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      // The narwal process itself: a launcher such as unshare ignores SIGTERM.
+      if (child.exitCode === null && child.signalCode === null) process.kill(narwalPid, 'SIGTERM');
       await closed;
     },
   };
+}
+
+/** The first node process under `pid` (itself included) that runs `script`. */
+function descendantRunning(pid: number, script: string): number | undefined {
+  const cmdline = (() => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      return [];
+    }
+  })();
+  if (cmdline[0] === process.execPath && cmdline[1] === script) return pid;
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return undefined;
+  }
+  for (const child of children) {
+    const found = descendantRunning(child, script);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

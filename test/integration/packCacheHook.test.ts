@@ -2,14 +2,21 @@
  * The pack cache hook (lib/git/packCacheHook.ts) run by the real `sh`, with a stand-in `git` on
  * PATH that counts its runs: a full clone's pack is made once and then served from the file, even
  * to identical requests arriving while it is being made; anything else packs every time; a
- * failed pack is never kept; a lock left by a dead process does not hold anyone up.
+ * failed pack is never kept; a lock its holder no longer keeps fresh (dead, frozen) does not hold
+ * anyone up for long.
  */
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { installPackCacheHook, PACK_CACHE_DIR, WAIT_SECONDS } from '../../lib/git/packCacheHook.js';
+import {
+  installPackCacheHook,
+  PACK_CACHE_DIR,
+  STALE_SECONDS,
+  WAIT_SECONDS,
+} from '../../lib/git/packCacheHook.js';
 
 let dir: string;
 let hook: string;
@@ -116,21 +123,58 @@ describe('pack cache hook', () => {
     expect(await cached()).toHaveLength(1);
   });
 
-  it('takes over a lock whose holder on this host is dead', async () => {
+  it('takes over a lock its holder no longer keeps fresh (dead, or in a PID namespace of its own)', async () => {
     expect(WAIT_SECONDS * 1000).toBeGreaterThan(60_000);
-    // Learn the key from a first run, then leave a lock for it from a process that no longer exists.
+    // Learn the key from a first run, then leave a lock for it that nobody has touched for a while,
+    // naming a pid that means nothing here.
     await runHook(['--revs', '--stdout'], FULL);
     const [pack] = await cached();
     if (!pack) throw new Error('no cached pack');
     const key = pack.slice(0, -'.pack'.length);
     await rm(join(dir, 'repo', PACK_CACHE_DIR, pack));
-    const dead = spawn('true');
-    await new Promise((done) => dead.on('close', done));
-    await writeFile(join(dir, 'repo', PACK_CACHE_DIR, `${key}.lock`), `${hostname()} ${dead.pid}\n`);
-    // (A live holder would be waited for up to WAIT_SECONDS, past this test's timeout.)
+    const lock = join(dir, 'repo', PACK_CACHE_DIR, `${key}.lock`);
+    await writeFile(lock, '1\n');
+    const past = new Date(Date.now() - (STALE_SECONDS + 1) * 1000);
+    await utimes(lock, past, past);
+    // (A holder that keeps its lock fresh would be waited for up to WAIT_SECONDS, past this test's timeout.)
     const again = await runHook(['--revs', '--stdout'], FULL);
     expect(again.code).toBe(0);
     expect(await runs()).toBe(2);
     expect(await cached()).toEqual([pack]);
+  });
+
+  it('stops waiting for a holder frozen while it packs, and both clones get the pack', async () => {
+    // The holder and everything it started in a process group of its own, to be stopped as one.
+    const holder = spawn(hook, ['git', 'pack-objects', '--revs', '--stdout'], {
+      cwd: join(dir, 'repo'),
+      env: {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH}`,
+        FAKE_RUNS: join(dir, 'runs'),
+        FAKE_SLEEP: '2',
+      },
+      detached: true,
+    });
+    const held: Buffer[] = [];
+    holder.stdout.on('data', (chunk: Buffer) => held.push(chunk));
+    const holderDone = new Promise<number | null>((done) => holder.on('close', done));
+    holder.stdin.end(FULL);
+    const locked = async () =>
+      (await readdir(join(dir, 'repo', PACK_CACHE_DIR)).catch(() => [] as string[])).some((n) =>
+        n.endsWith('.lock'),
+      );
+    while (!(await locked())) await sleep(20);
+    const group = holder.pid ?? 0;
+    process.kill(-group, 'SIGSTOP');
+    try {
+      // Served while the holder is still stopped.
+      const waiter = await runHook(['--revs', '--stdout'], FULL);
+      expect(waiter).toEqual({ code: 0, stdout: `PACK pack-objects --revs --stdout\n${FULL}` });
+    } finally {
+      process.kill(-group, 'SIGCONT');
+    }
+    expect(await holderDone).toBe(0);
+    expect(Buffer.concat(held).toString()).toBe(`PACK pack-objects --revs --stdout\n${FULL}`);
+    expect(await cached()).toHaveLength(1);
   });
 });

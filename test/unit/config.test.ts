@@ -44,6 +44,7 @@ describe('loadConfig', () => {
       quiet: false,
       presence: { kind: 'local' },
       leaseTtlMs: 60_000,
+      nodeTtlMs: 10 * 60_000,
       idleEvictMs: 30 * 60_000,
       clockSkewMs: 0,
       sweepRetentionMs: 86_400_000,
