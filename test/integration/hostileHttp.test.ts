@@ -8,6 +8,7 @@
  * exactly the refs it reported `ok` may change.
  * Figures (cases, crashes, max latency per case, max RSS) are printed at the end.
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { indexKey } from '../../lib/wal/keys.js';
 import { type CapturedRequest, captureGitRequests } from '../helpers/captureGitRequests.js';
 import { FuzzFigures, fuzzParams, fuzzTimeout } from '../helpers/fuzz.js';
-import { git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { mutatedBody, oddRefName } from '../helpers/mutateGitBody.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 import { gitReport, type RawRequest, type RawResponse, rawRequest } from '../helpers/rawHttp.js';
@@ -657,6 +658,23 @@ function pkt(line: string): Buffer {
   ]);
 }
 
+/** A pack of the objects `revs` name (as `git pack-objects --revs` reads them), as a push sends it. */
+async function packOf(dir: string, revs: readonly string[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', ['pack-objects', '--stdout', '--revs', '-q'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' },
+    });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.once('error', reject);
+    child.once('close', (code) =>
+      code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`git pack-objects exited ${code}`)),
+    );
+    child.stdin.end(`${revs.join('\n')}\n`);
+  });
+}
+
 async function leases(): Promise<number> {
   const presence = new ObjectPresenceStore({ store: new FsObjectStore(`${server.dataDir}/cache/presence`) });
   return (await presence.list(`repo#${REPO}`, 'lease#')).length;
@@ -771,6 +789,52 @@ describe('hostile HTTP, case by case', () => {
     const after = await snapshot();
     expect(after.keys).toEqual(before.keys);
     expect(after.indexEtag).toBe(before.indexEtag);
+  });
+
+  it('refuses a push that names one ref twice, whole, with a clear message, and writes nothing', async () => {
+    const work = `${home}/duplicate-ref`;
+    await gitOk(['clone', '-q', `${server.authUrl}/${REPO}.git`, work], { home });
+    const b = await commitFile(work, home, 'dup-b.txt', 'b\n');
+    const c = await commitFile(work, home, 'dup-c.txt', 'c\n');
+    const main = (await gitOk(['rev-parse', 'origin/main'], { cwd: work, home })).trim();
+    const pack = await packOf(work, [c, `^${main}`]);
+    const zero = '0'.repeat(40);
+    const ref = 'refs/heads/duplicate';
+    // Stock receive-pack (git 2.39) applies such commands one by one without --atomic (the second
+    // create fails, a chained update lands) and fails both with it; narwal refuses the whole push.
+    const shapes = [
+      { kind: 'the same ref created twice', lines: [`${zero} ${b} ${ref}`, `${zero} ${c} ${ref}`] },
+      { kind: 'a chained update', lines: [`${zero} ${b} ${ref}`, `${b} ${c} ${ref}`] },
+      { kind: 'main moved twice', lines: [`${main} ${b} refs/heads/main`, `${main} ${c} refs/heads/main`] },
+    ];
+    for (const atomic of [false, true]) {
+      for (const shape of shapes) {
+        const before = await snapshot();
+        const [first = '', ...others] = shape.lines;
+        const caps = `report-status side-band-64k${atomic ? ' atomic' : ''}`;
+        const body = Buffer.concat([
+          pkt(`${first}\0${caps}`),
+          ...others.map((line) => pkt(line)),
+          Buffer.from('0000'),
+          pack,
+        ]);
+        const response = await rawRequest(server.url, {
+          head: head('POST', servicePath('git-receive-pack'), gitHeaders('git-receive-pack', body, false)),
+          body: [body],
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        const context = `${shape.kind}${atomic ? ', atomic' : ''}: ${response.status} ${response.body.toString()}`;
+        expect(response.status, context).toBe(400);
+        expect(response.headers['content-type'], context).toMatch(/^text\/plain/);
+        expect(response.body.toString(), context).toMatch(
+          /^narwal: .* names refs\/heads\/\S+ more than once/,
+        );
+        const after = await snapshot();
+        expect(after.keys, context).toEqual(before.keys);
+        expect(after.indexEtag, context).toBe(before.indexEtag);
+        expect(after.refs, context).toEqual(before.refs);
+      }
+    }
   });
 
   it('creates no repository for a push that is refused', async () => {
