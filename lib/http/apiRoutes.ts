@@ -57,7 +57,7 @@ export async function apiRoute(
     requireSameOrigin(request);
     const loaded = await readable(deps, repo, principal);
     authorize(principal, repo, 'write', { public: loaded.index.public });
-    const fields = await postFields(request, deps.bodyIdleMs);
+    const fields = await postFields(request, deps.bodyIdleMs, { forms: false });
     const refs = stringField(fields, 'refs');
     const expect = optionalSeq(stringField(fields, 'expect'), 'expect');
     const result = await history.rewind(repo, seqParam(stringField(fields, 'to'), 'to'), {

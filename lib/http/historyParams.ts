@@ -1,7 +1,7 @@
 /** Parameters of the history routes (JSON API and monitor pages), checked the same way for both. */
 import type { Principal } from '../auth/Principal.js';
 import type { Identity } from '../wal/types.js';
-import { badRequest, unsupportedMediaType } from './HttpError.js';
+import { badRequest, forbidden, unsupportedMediaType } from './HttpError.js';
 import { decodedBody, readAll } from './requestBody.js';
 import type { CoreRequest } from './types.js';
 
@@ -17,9 +17,21 @@ export function optionalSeq(value: string | null | undefined, name: string): num
   return value === null || value === undefined || value === '' ? undefined : seqParam(value, name);
 }
 
-/** The form or JSON fields of a small POST body. */
-export async function postFields(request: CoreRequest, idleMs: number): Promise<Record<string, unknown>> {
+/**
+ * The fields of a small POST body: JSON, or for the monitor's own pages (`forms: true`) a form.
+ * The JSON API takes JSON only: a content type a cross-site form cannot send without a CORS
+ * preflight, which this server never grants.
+ */
+export async function postFields(
+  request: CoreRequest,
+  idleMs: number,
+  options: { forms: boolean },
+): Promise<Record<string, unknown>> {
   const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json' && !(options.forms && type === 'application/x-www-form-urlencoded'))
+    throw unsupportedMediaType(
+      options.forms ? 'narwal: send application/json (or a form)' : 'narwal: send application/json',
+    );
   const body = (await readAll(decodedBody(request, { maxBytes: 64 * 1024, idleMs }, 'the request'))).toString(
     'utf8',
   );
@@ -33,8 +45,7 @@ export async function postFields(request: CoreRequest, idleMs: number): Promise<
       throw badRequest('narwal: the body must be a JSON object');
     }
   }
-  if (type === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(body));
-  throw unsupportedMediaType('narwal: send application/json (or a form)');
+  return Object.fromEntries(new URLSearchParams(body));
 }
 
 export function stringField(fields: Record<string, unknown>, name: string): string | undefined {
@@ -57,20 +68,26 @@ export function identityOf(principal: Principal, request: CoreRequest): Identity
 
 /**
  * A browser sends the user's Basic credentials with any request to this host, including a form
- * another site submits: a state-changing request must come from this host's own pages.
+ * another site submits: a state-changing request must come from this host's own pages. Fetch
+ * Metadata (`Sec-Fetch-Site`) says so when the browser sends it; otherwise `Origin` must name
+ * this host. `Origin: null` is what a sandboxed frame, a `data:` page or a no-referrer policy
+ * sends (RFC 6454 section 7.3; the Fetch standard's "serializing a request origin"), so it is
+ * never taken for this host. A request with neither header is not a browser's cross-site one
+ * (browsers send `Origin` with every POST, PUT and DELETE): git, curl and scripts.
  */
 export function requireSameOrigin(request: CoreRequest): void {
   const site = request.headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin' && site !== 'none')
-    throw badRequest('narwal: cross-site requests cannot change anything');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') throw crossSite();
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== 'null') {
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      throw badRequest('narwal: malformed Origin header');
-    }
-    if (host !== request.headers.host) throw badRequest('narwal: cross-site requests cannot change anything');
+  if (origin === undefined) return;
+  if (origin === 'null') throw crossSite();
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    throw badRequest('narwal: malformed Origin header');
   }
+  if (host !== request.headers.host) throw crossSite();
 }
+
+const crossSite = () => forbidden('narwal: cross-site requests cannot change anything');

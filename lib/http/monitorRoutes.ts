@@ -100,7 +100,7 @@ export async function monitorRoute(
     requireSameOrigin(request);
     const loaded = await readable(deps, repo, principal);
     authorizeRewind(principal, loaded.index);
-    const fields = await postFields(request, deps.bodyIdleMs);
+    const fields = await postFields(request, deps.bodyIdleMs, { forms: true });
     const refs = stringField(fields, 'refs');
     const result = await history.rewind(repo, seqParam(stringField(fields, 'to'), 'to'), {
       who: identityOf(principal as Principal, request),

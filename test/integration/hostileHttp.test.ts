@@ -837,6 +837,57 @@ describe('hostile HTTP, case by case', () => {
     }
   });
 
+  it('takes a rewind through the JSON API in JSON only, and never from another site', async () => {
+    const send = (headers: Record<string, string>, body: string) =>
+      rawRequest(server.url, {
+        head: head('POST', `/api/v1/repos/${REPO}/-/rewind`, {
+          Authorization: AUTH,
+          'Content-Length': String(Buffer.byteLength(body)),
+          ...headers,
+        }),
+        body: [Buffer.from(body)],
+        deadlineMs: CASE_DEADLINE_MS,
+      });
+    const cases: [string, Record<string, string>, string, number, RegExp][] = [
+      // A cross-site form can send this content type without a preflight.
+      [
+        'a form',
+        { 'Content-Type': 'application/x-www-form-urlencoded' },
+        'to=1',
+        415,
+        /send application\/json/,
+      ],
+      [
+        'a form, same site',
+        { 'Content-Type': 'application/x-www-form-urlencoded', Origin: 'http://127.0.0.1' },
+        'to=1',
+        415,
+        /send application\/json/,
+      ],
+      ['text/plain', { 'Content-Type': 'text/plain' }, '{"to":1}', 415, /send application\/json/],
+      // A sandboxed frame's form, or a page with a no-referrer policy, says Origin: null.
+      ['Origin: null', { 'Content-Type': 'application/json', Origin: 'null' }, '{"to":1}', 403, /cross-site/],
+      [
+        'Origin: null, form',
+        { 'Content-Type': 'application/x-www-form-urlencoded', Origin: 'null' },
+        'to=1',
+        403,
+        /cross-site/,
+      ],
+    ];
+    for (const [kind, headers, body, status, message] of cases) {
+      const before = await snapshot();
+      const response = await send(headers, body);
+      const text = response.body.toString();
+      expect(response.status, `${kind}: ${text}`).toBe(status);
+      expect(response.headers['content-type'], kind).toMatch(/^application\/json/);
+      expect((JSON.parse(text) as { error: string }).error, kind).toMatch(message);
+      const after = await snapshot();
+      expect(after.indexEtag, kind).toBe(before.indexEtag);
+      expect(after.keys, kind).toEqual(before.keys);
+    }
+  });
+
   it('creates no repository for a push that is refused', async () => {
     const keys = await listKeys();
     for (const body of [
