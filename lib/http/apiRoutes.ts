@@ -17,14 +17,7 @@ import { baseUrl } from './baseUrl.js';
 import { json } from './errorResponse.js';
 import { badRequest, methodNotAllowed, notFound } from './HttpError.js';
 import { type HistoryRouteDeps, readable, readableRepos } from './historyAccess.js';
-import {
-  identityOf,
-  optionalSeq,
-  postFields,
-  requireSameOrigin,
-  seqParam,
-  stringField,
-} from './historyParams.js';
+import { identityOf, optionalSeq, postFields, seqParam, stringField } from './historyParams.js';
 import { repoFromPath } from './repoPath.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -54,7 +47,6 @@ export async function apiRoute(
   const { history } = deps;
   if (action === 'rewind') {
     if (request.method !== 'POST') throw methodNotAllowed('narwal: use POST to rewind');
-    requireSameOrigin(request);
     const loaded = await readable(deps, repo, principal);
     authorize(principal, repo, 'write', { public: loaded.index.public });
     const fields = await postFields(request, deps.bodyIdleMs, { forms: false });

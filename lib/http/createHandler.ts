@@ -14,6 +14,7 @@ import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
 import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
+import { requireSameOrigin } from './sameOrigin.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
@@ -40,6 +41,7 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
 async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreResponse> {
   const path = decodePath(request.path);
   if (path === '/healthz') return text(200, 'ok');
+  requireSameOrigin(request);
   if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
   if (path === '/' || path === '') {

@@ -1,7 +1,7 @@
 /** Parameters of the history routes (JSON API and monitor pages), checked the same way for both. */
 import type { Principal } from '../auth/Principal.js';
 import type { Identity } from '../wal/types.js';
-import { badRequest, forbidden, unsupportedMediaType } from './HttpError.js';
+import { badRequest, unsupportedMediaType } from './HttpError.js';
 import { decodedBody, readAll } from './requestBody.js';
 import type { CoreRequest } from './types.js';
 
@@ -65,29 +65,3 @@ export function identityOf(principal: Principal, request: CoreRequest): Identity
     ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),
   };
 }
-
-/**
- * A browser sends the user's Basic credentials with any request to this host, including a form
- * another site submits: a state-changing request must come from this host's own pages. Fetch
- * Metadata (`Sec-Fetch-Site`) says so when the browser sends it; otherwise `Origin` must name
- * this host. `Origin: null` is what a sandboxed frame, a `data:` page or a no-referrer policy
- * sends (RFC 6454 section 7.3; the Fetch standard's "serializing a request origin"), so it is
- * never taken for this host. A request with neither header is not a browser's cross-site one
- * (browsers send `Origin` with every POST, PUT and DELETE): git, curl and scripts.
- */
-export function requireSameOrigin(request: CoreRequest): void {
-  const site = request.headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') throw crossSite();
-  const origin = request.headers.origin;
-  if (origin === undefined) return;
-  if (origin === 'null') throw crossSite();
-  let host: string;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    throw badRequest('narwal: malformed Origin header');
-  }
-  if (host !== request.headers.host) throw crossSite();
-}
-
-const crossSite = () => forbidden('narwal: cross-site requests cannot change anything');

@@ -27,14 +27,7 @@ import { baseUrl } from './baseUrl.js';
 import { htmlPage } from './errorResponse.js';
 import { badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
 import { type HistoryRouteDeps, readable, readableRepos } from './historyAccess.js';
-import {
-  identityOf,
-  optionalSeq,
-  postFields,
-  requireSameOrigin,
-  seqParam,
-  stringField,
-} from './historyParams.js';
+import { identityOf, optionalSeq, postFields, seqParam, stringField } from './historyParams.js';
 import { repoFromPath } from './repoPath.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -97,7 +90,6 @@ export async function monitorRoute(
   const ctx = context(deps, request, principal);
   const { history } = deps;
   if (action === 'rewind' && request.method === 'POST') {
-    requireSameOrigin(request);
     const loaded = await readable(deps, repo, principal);
     authorizeRewind(principal, loaded.index);
     const fields = await postFields(request, deps.bodyIdleMs, { forms: true });

@@ -888,6 +888,71 @@ describe('hostile HTTP, case by case', () => {
     }
   });
 
+  it('refuses every state-changing request from another site, before doing anything', async () => {
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+    const routes: [string, string, string, Buffer][] = [
+      [
+        'PUT',
+        `/api/v1/repos/${REPO}/-/protection`,
+        'application/json',
+        json({ rule: { pattern: 'refs/heads/main', denyForce: true } }),
+      ],
+      ['DELETE', `/api/v1/repos/${REPO}/-/protection`, '', Buffer.alloc(0)],
+      ['DELETE', `/api/v1/repos/${REPO}/-/protection?pattern=refs/heads/main`, '', Buffer.alloc(0)],
+      ['POST', `/api/v1/repos/${REPO}/-/rewind`, 'application/json', json({ to: 1 })],
+      ['POST', `/${REPO}/-/rewind`, 'application/x-www-form-urlencoded', Buffer.from('to=1&expect=1')],
+      [
+        'POST',
+        servicePath('git-receive-pack'),
+        'application/x-git-receive-pack-request',
+        seeds('git-receive-pack')[0]?.body ?? Buffer.alloc(0),
+      ],
+    ];
+    const sites: Record<string, string>[] = [
+      { Origin: 'https://evil.example' },
+      { Origin: 'null' },
+      { Origin: 'http://127.0.0.1.evil.example' },
+      { 'Sec-Fetch-Site': 'cross-site' },
+      { 'Sec-Fetch-Site': 'same-site', Origin: 'http://127.0.0.1' },
+    ];
+    for (const [verb, path, type, body] of routes) {
+      for (const site of sites) {
+        const kind = `${verb} ${path} with ${JSON.stringify(site)}`;
+        const before = await snapshot();
+        const response = await rawRequest(server.url, {
+          head: head(verb, path, {
+            Authorization: AUTH,
+            ...(type ? { 'Content-Type': type } : {}),
+            'Content-Length': String(body.length),
+            ...site,
+          }),
+          body: [body],
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        expect(response.status, `${kind}: ${response.body.toString()}`).toBe(403);
+        expect(response.body.toString(), kind).toMatch(/narwal: cross-site requests cannot change anything/);
+        const after = await snapshot();
+        expect(after.indexEtag, kind).toBe(before.indexEtag);
+        expect(after.keys, kind).toEqual(before.keys);
+      }
+    }
+    // The same guard lets this host's own pages through: the rules as they are, set again, change nothing.
+    const same = json({ rules: [] });
+    const own = await rawRequest(server.url, {
+      head: head('PUT', `/api/v1/repos/${REPO}/-/protection`, {
+        Authorization: AUTH,
+        'Content-Type': 'application/json',
+        'Content-Length': String(same.length),
+        Origin: 'http://127.0.0.1',
+        'Sec-Fetch-Site': 'same-origin',
+      }),
+      body: [same],
+      deadlineMs: CASE_DEADLINE_MS,
+    });
+    expect(own.status, own.body.toString()).toBe(200);
+    expect(JSON.parse(own.body.toString())).toMatchObject({ repo: REPO, rules: [], entry: null });
+  });
+
   it('creates no repository for a push that is refused', async () => {
     const keys = await listKeys();
     for (const body of [
