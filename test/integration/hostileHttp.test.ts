@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
@@ -18,12 +18,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
 import { ObjectPresenceStore } from '../../lib/presence/ObjectPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
+import type { GetOptions } from '../../lib/store/ObjectStore.js';
 import { indexKey } from '../../lib/wal/keys.js';
 import { type CapturedRequest, captureGitRequests } from '../helpers/captureGitRequests.js';
 import { FuzzFigures, fuzzParams, fuzzTimeout } from '../helpers/fuzz.js';
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { mutatedBody, oddRefName } from '../helpers/mutateGitBody.js';
-import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
+import { ADMIN_TOKEN, type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 import { gitReport, type RawRequest, type RawResponse, rawRequest } from '../helpers/rawHttp.js';
 
 const REPO = 'fuzz/target';
@@ -951,6 +952,46 @@ describe('hostile HTTP, case by case', () => {
     });
     expect(own.status, own.body.toString()).toBe(200);
     expect(JSON.parse(own.body.toString())).toMatchObject({ repo: REPO, rules: [], entry: null });
+  });
+
+  it('costs an unknown token id what a wrong secret costs: one store read per cache life', async () => {
+    const reads: string[] = [];
+    class CountingStore extends FsObjectStore {
+      override get(key: string, options?: GetOptions) {
+        if (key.startsWith('auth/tokens/')) reads.push(key);
+        return super.get(key, options);
+      }
+    }
+    const dataDir = await tempDataDir();
+    const local = await startInProcess({ dataDir, store: new CountingStore(join(dataDir, 'store')) });
+    try {
+      const { token, info } = await local.app.tokens.create({
+        name: 'probe',
+        grants: [{ scope: 'read', pattern: REPO }],
+      });
+      const wrongSecret = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`;
+      const unknownId = token.replace(
+        info.id,
+        info.id.replace(/^./, (c) => (c === 'f' ? 'e' : 'f')),
+      );
+      for (let i = 0; i < 10; i++) {
+        for (const presented of [wrongSecret, unknownId]) {
+          const response = await rawRequest(local.url, {
+            head: head('GET', '/api/v1/repos', {
+              Authorization: `Basic ${Buffer.from(`x:${presented}`).toString('base64')}`,
+            }),
+            deadlineMs: CASE_DEADLINE_MS,
+          });
+          expect(response.status).toBe(401);
+          expect(response.body.toString()).toContain('invalid credentials');
+        }
+      }
+      expect(reads.filter((key) => key.includes(info.id))).toHaveLength(1);
+      expect(reads.filter((key) => !key.includes(info.id))).toHaveLength(1);
+    } finally {
+      await local.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('creates no repository for a push that is refused', async () => {
