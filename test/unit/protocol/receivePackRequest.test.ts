@@ -187,7 +187,7 @@ describe('a push naming one ref twice', () => {
     expect(streamed.error).toBeInstanceOf(DuplicateRef);
     expect(streamed.heads).toEqual([]);
     // git never sees a complete command list.
-    expect(streamed.out.length).toBeLessThan(body.indexOf('0000'));
+    expect(streamed.out.length).toBeLessThan(body.indexOf('0000PACK'));
   });
 
   it('tells refs apart byte for byte', () => {
