@@ -157,7 +157,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const presence = await createPresence(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const git = new GitRunner({
-    budget: new GitBudget(config.gitChildren, config.gitQueueMs),
+    budget: new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare),
     home,
     ...(trace ? { trace2Dir: trace.gitDir } : {}),
   });
@@ -208,7 +208,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
-    bodyIdleMs: config.bodyIdleMs,
+    bodyPace: { idleMs: config.bodyIdleMs, minBytesPerSecond: config.bodyMinRate },
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl,

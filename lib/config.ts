@@ -39,9 +39,13 @@ export interface Config {
   readonly headersTimeoutMs: number;
   /** ...the whole request within this... */
   readonly requestTimeoutMs: number;
-  /** ...and its body may pause at most this long between two chunks (slow-loris uploads). */
+  /** ...and its body may pause at most this long between two chunks (slow-loris uploads)... */
   readonly bodyIdleMs: number;
+  /** ...and must arrive at least this fast (bytes/s) over each bodyIdleMs of waiting (0: any). */
+  readonly bodyMinRate: number;
   readonly gitChildren: number;
+  /** How many of those one client (a token, or an anonymous address) may run at once. */
+  readonly gitShare: number;
   readonly gitQueueMs: number;
   /** Serve repeated full clones of a generation from the pack made for the first (on by default). */
   readonly packCache: boolean;
@@ -173,6 +177,13 @@ export function loadConfig(
           functionName: required(env, 'NARWAL_PREWARM_FUNCTION'),
           region: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
         };
+  const gitChildren = integer(
+    env,
+    'NARWAL_GIT_CHILDREN',
+    gitChildrenFor(overrides.memoryBytes ?? totalmem()),
+    1,
+    10_000,
+  );
   return {
     route,
     prewarm,
@@ -211,13 +222,9 @@ export function loadConfig(
     headersTimeoutMs: integer(env, 'NARWAL_HEADERS_TIMEOUT_MS', 30_000, 100, 3_600_000),
     requestTimeoutMs: integer(env, 'NARWAL_REQUEST_TIMEOUT_MS', 15 * 60_000, 100, 24 * 3_600_000),
     bodyIdleMs: integer(env, 'NARWAL_BODY_IDLE_MS', 30_000, 100, 3_600_000),
-    gitChildren: integer(
-      env,
-      'NARWAL_GIT_CHILDREN',
-      gitChildrenFor(overrides.memoryBytes ?? totalmem()),
-      1,
-      10_000,
-    ),
+    bodyMinRate: integer(env, 'NARWAL_BODY_MIN_RATE', 1024, 0, 1024 ** 3),
+    gitChildren,
+    gitShare: integer(env, 'NARWAL_GIT_SHARE', gitShareOf(gitChildren), 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
     packCache: flag(env, 'NARWAL_PACK_CACHE', true),
@@ -234,6 +241,14 @@ export function loadConfig(
  */
 export function gitChildrenFor(memoryBytes: number): number {
   return Math.min(256, Math.max(8, Math.floor(memoryBytes / (96 * 1024 ** 2))));
+}
+
+/**
+ * The default share of one client: three quarters of the git processes, at least one, so that a
+ * quarter stays for everyone else whatever one token or address keeps open.
+ */
+export function gitShareOf(children: number): number {
+  return Math.max(1, Math.floor((children * 3) / 4));
 }
 
 function eventsConfig(env: Env): EventsConfig {

@@ -49,7 +49,7 @@ export async function apiRoute(
     if (request.method !== 'POST') throw methodNotAllowed('narwal: use POST to rewind');
     const loaded = await readable(deps, repo, principal);
     authorize(principal, repo, 'write', { public: loaded.index.public });
-    const fields = await postFields(request, deps.bodyIdleMs, { forms: false });
+    const fields = await postFields(request, deps.bodyPace, { forms: false });
     const refs = stringField(fields, 'refs');
     const expect = optionalSeq(stringField(fields, 'expect'), 'expect');
     const result = await history.rewind(repo, seqParam(stringField(fields, 'to'), 'to'), {

@@ -30,7 +30,7 @@ import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
 import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
-import { decodedBody, onBodyError, readAll } from './requestBody.js';
+import { type BodyPace, decodedBody, onBodyError, readAll } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -46,8 +46,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
-  /** A request body that pauses longer than this is cut off with 408. */
-  readonly bodyIdleMs: number;
+  /** How a request body must keep arriving (else 408). */
+  readonly bodyPace: BodyPace;
   /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
   readonly packObjectsHook: string | null;
   /** The `agent=` of advertisements narwal writes itself: the server's git, e.g. `git/2.39.5`. */
@@ -122,7 +122,7 @@ export async function infoRefs(
     deps.git,
     generation,
     [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', '--advertise-refs', dir],
-    { env: gitProtocolEnv(protocol) },
+    { env: gitProtocolEnv(protocol), owner: slotOwner(principal, request) },
   );
   child.stdin?.end();
   const exit = childExit(child);
@@ -175,13 +175,14 @@ async function lsRefs(
   deps: GitRouteDeps,
   target: CacheTarget,
   request: Buffer,
-  protocol: string | undefined,
+  options: { protocol: string | undefined; owner: string },
 ): Promise<CoreResponse> {
+  const { protocol } = options;
   const key = RefAnswers.key(target, 'ls-refs', protocol, request);
   let refs = deps.refAnswers.get(key);
   if (refs === undefined) {
     const generation = await deps.cache.advertise(target);
-    const { child, exit } = await spawnUploadPack(deps, generation, { protocol });
+    const { child, exit } = await spawnUploadPack(deps, generation, options);
     child.stdin?.on('error', () => {});
     child.stdin?.end(request);
     refs = await checkedRefs(child, exit, generation, 'upload-pack');
@@ -206,21 +207,23 @@ export async function uploadPack(
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
   const body = decodedBody(
     request,
-    { maxBytes: deps.maxFetchRequestBytes, idleMs: deps.bodyIdleMs },
+    { maxBytes: deps.maxFetchRequestBytes, ...deps.bodyPace },
     'the fetch request',
   );
   const protocol = request.headers['git-protocol'];
+  const owner = slotOwner(principal, request);
   const target = await targetFor(deps, loaded, at);
   const v2 = wantsProtocolV2(protocol);
   // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs).
   const early = v2 ? await readAll(body) : null;
   if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
-    return lsRefs(deps, target, early, protocol);
+    return lsRefs(deps, target, early, { protocol, owner });
   }
   const complete = await deps.cache.isComplete(target);
   if (complete && deps.packObjectsHook === null) {
     return startUploadPack(deps, await deps.cache.read(target), early ? Readable.from([early]) : body, {
       protocol,
+      owner,
     });
   }
   // The request is small: read it to learn what it needs.
@@ -240,6 +243,7 @@ export async function uploadPack(
     try {
       return await startUploadPack(deps, generation, Readable.from([bytes]), {
         protocol,
+        owner,
         env: cloneEnv,
         ...(cached.packing ? { packing: cached.packing } : {}),
       });
@@ -255,6 +259,7 @@ export async function uploadPack(
   if (prefix === null) {
     return startUploadPack(deps, await deps.cache.read(target), Readable.from([bytes]), {
       protocol,
+      owner,
       env: cloneEnv,
     });
   }
@@ -267,7 +272,7 @@ export async function uploadPack(
       await generation.release();
       return;
     }
-    const { child } = await spawnUploadPack(deps, generation, { protocol, env: cloneEnv });
+    const { child } = await spawnUploadPack(deps, generation, { protocol, owner, env: cloneEnv });
     progress.body.once('close', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     });
@@ -342,7 +347,7 @@ export async function receivePack(
   const loaded = recent
     ? authorizeWrite(repo, principal, recent)
     : await authorizePush(deps, repo, principal);
-  const body = decodedBody(request, { maxBytes: deps.maxPushBytes, idleMs: deps.bodyIdleMs }, 'the push');
+  const body = decodedBody(request, { maxBytes: deps.maxPushBytes, ...deps.bodyPace }, 'the push');
   // A new repository is created only when the push is about to change a ref: a refused push
   // (bad commands, a bad pack, invalid ref names) must leave nothing in the store.
   const outcome = await runReceivePack(deps, {
@@ -354,6 +359,7 @@ export async function receivePack(
     // say, because the client read a newer index elsewhere), the next push reads the index first.
     // git's probe POST before a large push ends the same way: its real POST pays that one read.
     ...(recent ? { undecided: () => deps.wal.unconfirm(repo) } : {}),
+    owner: slotOwner(principal, request),
     who: {
       token: principal?.name ?? 'anonymous',
       ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
@@ -437,6 +443,8 @@ async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIn
 interface UploadPackOptions {
   /** The client's `Git-Protocol` header. */
   readonly protocol: string | undefined;
+  /** Whom the git slot is counted against (see slotOwner). */
+  readonly owner: string;
   /** More environment: NARWAL_CLONE_KEY names a full clone's pack for the pack cache hook. */
   readonly env?: Record<string, string>;
   /** Told when upload-pack of a full clone starts, with its exit. */
@@ -453,7 +461,7 @@ async function spawnUploadPack(
     deps.git,
     generation,
     [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
-    { env: { ...gitProtocolEnv(options.protocol), ...options.env } },
+    { env: { ...gitProtocolEnv(options.protocol), ...options.env }, owner: options.owner },
   );
   const exit = childExit(child);
   void exit.then(() => generation.release());
@@ -465,7 +473,7 @@ async function spawnReleasing(
   git: GitRunner,
   generation: Generation | null,
   args: string[],
-  options: { env: Record<string, string> },
+  options: { env: Record<string, string>; owner: string },
 ): Promise<ChildProcess> {
   try {
     return await git.spawn(args, options);
@@ -487,6 +495,15 @@ function gitRefused(service: string, stderr: string): HttpError {
     .filter((l) => l !== '')
     .pop();
   return badRequest(`narwal: git ${service} refused the request${line ? `: ${line}` : ''}`);
+}
+
+/**
+ * Whom a request's git processes are counted against, for the per-client share of the node's
+ * slots: its token, or for an anonymous request (a public repository) the client's address.
+ */
+function slotOwner(principal: Principal | null, request: CoreRequest): string {
+  if (principal !== null) return `token:${principal.tokenId ?? principal.name}`;
+  return `address:${request.remoteAddress ?? 'unknown'}`;
 }
 
 /** The state a fetch reads: the current index, or the state after entry `at` (`REPO.git@SEQ`). */

@@ -2,7 +2,7 @@
 import type { Principal } from '../auth/Principal.js';
 import type { Identity } from '../wal/types.js';
 import { badRequest, unsupportedMediaType } from './HttpError.js';
-import { decodedBody, readAll } from './requestBody.js';
+import { type BodyPace, decodedBody, readAll } from './requestBody.js';
 import type { CoreRequest } from './types.js';
 
 /** A sequence number from a query or form field (a `#` in front is allowed). */
@@ -24,7 +24,7 @@ export function optionalSeq(value: string | null | undefined, name: string): num
  */
 export async function postFields(
   request: CoreRequest,
-  idleMs: number,
+  pace: BodyPace,
   options: { forms: boolean },
 ): Promise<Record<string, unknown>> {
   const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
@@ -32,9 +32,9 @@ export async function postFields(
     throw unsupportedMediaType(
       options.forms ? 'narwal: send application/json (or a form)' : 'narwal: send application/json',
     );
-  const body = (await readAll(decodedBody(request, { maxBytes: 64 * 1024, idleMs }, 'the request'))).toString(
-    'utf8',
-  );
+  const body = (
+    await readAll(decodedBody(request, { maxBytes: 64 * 1024, ...pace }, 'the request'))
+  ).toString('utf8');
   if (type === 'application/json') {
     try {
       const parsed: unknown = JSON.parse(body);

@@ -92,7 +92,7 @@ export async function monitorRoute(
   if (action === 'rewind' && request.method === 'POST') {
     const loaded = await readable(deps, repo, principal);
     authorizeRewind(principal, loaded.index);
-    const fields = await postFields(request, deps.bodyIdleMs, { forms: true });
+    const fields = await postFields(request, deps.bodyPace, { forms: true });
     const refs = stringField(fields, 'refs');
     const result = await history.rewind(repo, seqParam(stringField(fields, 'to'), 'to'), {
       who: identityOf(principal as Principal, request),

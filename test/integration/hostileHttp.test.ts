@@ -53,6 +53,8 @@ beforeAll(async () => {
       NARWAL_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
       NARWAL_REQUEST_TIMEOUT_MS: '20000',
       NARWAL_GIT_CHILDREN: String(GIT_CHILDREN),
+      // One token may take every slot here: the share of one client is probed on a server of its own.
+      NARWAL_GIT_SHARE: String(GIT_CHILDREN),
       NARWAL_GIT_QUEUE_MS: '0',
     },
   });
@@ -676,8 +678,8 @@ async function packOf(dir: string, revs: readonly string[]): Promise<Buffer> {
   });
 }
 
-async function leases(): Promise<number> {
-  const presence = new ObjectPresenceStore({ store: new FsObjectStore(`${server.dataDir}/cache/presence`) });
+async function leases(dataDir = server.dataDir): Promise<number> {
+  const presence = new ObjectPresenceStore({ store: new FsObjectStore(`${dataDir}/cache/presence`) });
   return (await presence.list(`repo#${REPO}`, 'lease#')).length;
 }
 
@@ -991,6 +993,103 @@ describe('hostile HTTP, case by case', () => {
     } finally {
       await local.stop();
       await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('cuts off a push body trickled under the idle bound but below the minimum rate, freeing its slot', async () => {
+    const local = await startInProcess({
+      env: {
+        NARWAL_GIT_CHILDREN: '2',
+        NARWAL_GIT_SHARE: '2',
+        NARWAL_GIT_QUEUE_MS: '0',
+        NARWAL_BODY_IDLE_MS: '500',
+        NARWAL_BODY_MIN_RATE: '1000',
+      },
+    });
+    try {
+      const work = await workRepo(home, 1, 'trickle');
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main'], { cwd: work, home });
+      await local.app.idle();
+      const body = Buffer.concat([
+        pkt(`${'0'.repeat(40)} ${'1'.repeat(40)} refs/heads/trickle\0report-status`),
+        Buffer.from('0000PACK'),
+        Buffer.alloc(200, 0x78),
+      ]);
+      // As many as the node has git slots: a byte every 50 ms never trips the 500 ms idle bound.
+      const trickles = [1, 2].map(() =>
+        rawRequest(local.url, {
+          head: head('POST', servicePath('git-receive-pack'), gitHeaders('git-receive-pack', body, false)),
+          body: [body],
+          trickleMs: 50,
+          trickleBodyOnly: true,
+          deadlineMs: CASE_DEADLINE_MS,
+        }),
+      );
+      for (const response of await Promise.all(trickles)) {
+        expect(response.timedOut).toBe(false);
+        expect(response.status, response.body.toString()).toBe(408);
+        expect(response.headers['content-type']).toMatch(/^text\/plain/);
+        expect(response.body.toString()).toMatch(
+          /^narwal: the push arrived too slowly: less than 1000 bytes\/s over 0.5 s; retry/,
+        );
+      }
+      // Their git slots and leases came back: the next push is served.
+      expect(await eventually(async () => (await leases(local.dataDir)) === 0, 5_000)).toBe(true);
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/after'], {
+        cwd: work,
+        home,
+      });
+    } finally {
+      await local.stop();
+    }
+  });
+
+  it('lets one token hold only its share of the git slots, so other clients are still served', async () => {
+    const local = await startInProcess({
+      env: { NARWAL_GIT_CHILDREN: '4', NARWAL_GIT_QUEUE_MS: '0', NARWAL_BODY_IDLE_MS: '60000' },
+    });
+    const release = new AbortController();
+    try {
+      const work = await workRepo(home, 1, 'share');
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main'], { cwd: work, home });
+      await local.app.idle();
+      const other = await local.app.tokens.create({
+        name: 'other',
+        grants: [{ scope: 'write', pattern: REPO }],
+      });
+      const body = pkt(`${'0'.repeat(40)} ${'1'.repeat(40)} refs/heads/held\0report-status`);
+      const push = (extra: Partial<RawRequest>) =>
+        rawRequest(local.url, {
+          head: head('POST', servicePath('git-receive-pack'), {
+            ...gitHeaders('git-receive-pack', null, false),
+            'Content-Length': String(body.length + 1000),
+          }),
+          body: [body],
+          deadlineMs: CASE_DEADLINE_MS,
+          ...extra,
+        });
+      // The admin token holds three git processes (the default share of four) with bodies it never ends.
+      const held = [1, 2, 3].map(() => push({ signal: release.signal }));
+      expect(await eventually(async () => (await leases(local.dataDir)) === 3, 5_000)).toBe(true);
+      const fourth = await push({});
+      expect(fourth.status, fourth.body.toString()).toBe(503);
+      expect(fourth.headers['retry-after']).toBe('1');
+      expect(fourth.body.toString()).toMatch(
+        /^narwal: busy: this client already runs 3 git processes on this server; retry when one has finished/,
+      );
+      // Another token still gets the slot left.
+      const otherUrl = local.url.replace('://', `://x:${other.token}@`);
+      await gitOk(['push', '-q', `${otherUrl}/${REPO}.git`, 'main:refs/heads/other'], { cwd: work, home });
+      release.abort();
+      await Promise.all(held);
+      expect(await eventually(async () => (await leases(local.dataDir)) === 0, 5_000)).toBe(true);
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/again'], {
+        cwd: work,
+        home,
+      });
+    } finally {
+      release.abort();
+      await local.stop();
     }
   });
 

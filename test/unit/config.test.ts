@@ -38,7 +38,9 @@ describe('loadConfig', () => {
       headersTimeoutMs: 30_000,
       requestTimeoutMs: 15 * 60_000,
       bodyIdleMs: 30_000,
+      bodyMinRate: 1024,
       gitChildren: 64,
+      gitShare: 48,
       gitQueueMs: 0,
       packCache: true,
       quiet: false,
@@ -214,6 +216,7 @@ describe('loadConfig', () => {
       NARWAL_PUBLIC_URL: 'https://git.example',
       NARWAL_GIT_CHILDREN: '4',
       NARWAL_GIT_QUEUE_MS: '0',
+      NARWAL_BODY_MIN_RATE: '0',
     });
     expect(config).toMatchObject({
       quiet: true,
@@ -221,8 +224,15 @@ describe('loadConfig', () => {
       tokenCacheMs: 0,
       publicUrl: 'https://git.example',
       gitChildren: 4,
+      gitShare: 3,
       gitQueueMs: 0,
+      bodyMinRate: 0,
     });
+    expect(loadConfig({ NARWAL_GIT_CHILDREN: '1' }).gitShare).toBe(1);
+    expect(loadConfig({ NARWAL_GIT_CHILDREN: '21', NARWAL_GIT_SHARE: '21' }).gitShare).toBe(21);
+    expect(configError({ NARWAL_GIT_SHARE: '0' }).message).toBe(
+      'NARWAL_GIT_SHARE must be an integer between 1 and 10000, not "0"',
+    );
     expect(loadConfig({ NARWAL_ADMIN_TOKEN: '', NARWAL_PUBLIC_URL: '' })).toMatchObject({
       adminToken: undefined,
       publicUrl: undefined,
