@@ -16,6 +16,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
+import { jsonLogger } from '../../lib/log.js';
 import { ObjectPresenceStore } from '../../lib/presence/ObjectPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import type { GetOptions } from '../../lib/store/ObjectStore.js';
@@ -1089,6 +1090,48 @@ describe('hostile HTTP, case by case', () => {
       });
     } finally {
       release.abort();
+      await local.stop();
+    }
+  });
+
+  it('logs no token that a path carries percent-encoded, however it is encoded', async () => {
+    const lines: string[] = [];
+    const local = await startInProcess({
+      logger: jsonLogger({ write: (line) => lines.push(line), secrets: [ADMIN_TOKEN] }),
+    });
+    try {
+      const { token } = await local.app.tokens.create({
+        name: 'probe',
+        grants: [{ scope: 'read', pattern: '**' }],
+      });
+      const secret = token.slice(21);
+      const every = (text: string) =>
+        [...Buffer.from(text)].map((b) => `%${b.toString(16).padStart(2, '0').toUpperCase()}`).join('');
+      const paths = [
+        `/${every(token)}/info/refs?service=git-upload-pack`,
+        `/team/%6E${token.slice(1)}.git/info/refs?service=git-upload-pack`,
+        `/${token.replaceAll('_', '%5f')}`,
+        `/${every(token).replaceAll('%', '%25')}/git-upload-pack`,
+        `/api/v1/repos/${every(token)}/-/log`,
+        `/team/${every(ADMIN_TOKEN)}.git/info/refs?service=git-upload-pack`,
+      ];
+      for (const path of paths) {
+        const response = await rawRequest(local.url, {
+          head: head('GET', path, { Authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }),
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        expect(response.status, path).toBeGreaterThanOrEqual(400);
+      }
+      const logged = lines.join('');
+      expect(logged).toContain('"message":"request"');
+      let decoded = logged;
+      for (let round = 0; round < 3; round++)
+        decoded = decoded.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
+          Buffer.from(run.replaceAll('%', ''), 'hex').toString('latin1'),
+        );
+      for (const text of [secret, ADMIN_TOKEN]) expect(decoded).not.toContain(text);
+      for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    } finally {
       await local.stop();
     }
   });
