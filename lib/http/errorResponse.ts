@@ -14,6 +14,7 @@ import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
 import { RepoNotFound } from '../wal/Publisher.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { HttpError, unauthorized } from './HttpError.js';
 import type { CoreResponse } from './types.js';
 
@@ -96,7 +97,7 @@ export function text(
 ): CoreResponse {
   return {
     status,
-    headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', ...headers },
+    headers: { 'content-type': 'text/plain; charset=utf-8', ...NOT_STORED, ...headers },
     body: Buffer.from(`${message}\n`),
   };
 }
@@ -108,7 +109,7 @@ function describe(error: unknown): string {
 export function json(status: number, value: unknown): CoreResponse {
   return {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' },
+    headers: { 'content-type': 'application/json; charset=utf-8', ...NOT_STORED },
     body: Buffer.from(`${JSON.stringify(value, null, 2)}\n`),
   };
 }
@@ -118,7 +119,7 @@ export function htmlPage(status: number, page: string): CoreResponse {
     status,
     headers: {
       'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-cache',
+      ...NOT_STORED,
       'content-security-policy':
         "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
       'x-content-type-options': 'nosniff',

@@ -28,6 +28,7 @@ import { emptyIndex } from '../wal/indexCodec.js';
 import type { LoadedIndex, RefValue } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
 import { type BodyPace, decodedBody, onBodyError, readAll } from './requestBody.js';
@@ -60,11 +61,7 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly routeTransfer?: TransferRouter;
 }
 
-const NO_CACHE = {
-  'cache-control': 'no-cache, max-age=0, must-revalidate',
-  expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
-  pragma: 'no-cache',
-};
+const NO_CACHE = NOT_STORED;
 
 export async function infoRefs(
   deps: GitRouteDeps,

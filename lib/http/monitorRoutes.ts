@@ -24,6 +24,7 @@ import {
 } from '../monitor/pages.js';
 import type { RepoIndex } from '../wal/types.js';
 import { baseUrl } from './baseUrl.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { htmlPage } from './errorResponse.js';
 import { badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
 import { type HistoryRouteDeps, readable, readableRepos } from './historyAccess.js';
@@ -58,7 +59,7 @@ export async function loginPage(principal: Principal | null): Promise<CoreRespon
 }
 
 function redirect(location: string): CoreResponse {
-  return { status: 303, headers: { location, 'cache-control': 'no-cache' }, body: Buffer.alloc(0) };
+  return { status: 303, headers: { location, ...NOT_STORED }, body: Buffer.alloc(0) };
 }
 
 export async function repoListRoute(

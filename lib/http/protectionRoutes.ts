@@ -14,6 +14,7 @@ import { type ProtectionChange, parseRefPattern, parseRule, parseRules } from '.
 import { InvalidRepoName, parseRepoName } from '../repoName.js';
 import type { Publisher } from '../wal/Publisher.js';
 import type { Wal } from '../wal/Wal.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { badRequest, methodNotAllowed, unsupportedMediaType } from './HttpError.js';
 import { type BodyPace, decodedBody } from './requestBody.js';
 import type { CoreRequest, CoreResponse } from './types.js';
@@ -99,7 +100,7 @@ function repoOf(path: string): string {
 function json(status: number, value: unknown): CoreResponse {
   return {
     status,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-cache' },
+    headers: { 'content-type': 'application/json', ...NOT_STORED },
     body: Buffer.from(`${JSON.stringify(value)}\n`),
   };
 }

@@ -1136,6 +1136,42 @@ describe('hostile HTTP, case by case', () => {
     }
   });
 
+  it('tells every cache not to keep what it answers behind credentials', async () => {
+    const reader = `Basic ${Buffer.from(`x:${targetReader}`).toString('base64')}`;
+    const fetchBody = seeds('git-upload-pack').find((r) => r.gitProtocol !== 'version=2')?.body;
+    const requests: [string, Record<string, string>, Buffer?][] = [
+      ['GET /api/v1/repos', { Authorization: AUTH }],
+      [`GET /api/v1/repos/${REPO}`, { Authorization: AUTH }],
+      [`GET /api/v1/repos/${REPO}/-/log`, { Authorization: reader }],
+      [`GET /api/v1/repos/${REPO}/-/protection`, { Authorization: AUTH }],
+      [`GET /api/v1/repos/${VAULT}`, { Authorization: reader }],
+      [`GET /${REPO}`, { Authorization: AUTH, Accept: 'text/html' }],
+      [`GET /${REPO}/-/entry/1`, { Authorization: reader, Accept: 'text/html' }],
+      ['GET /', { Authorization: AUTH, Accept: 'text/html' }],
+      [`GET /${VAULT}`, { Authorization: reader, Accept: 'text/html' }],
+      [`GET /${REPO}.git/info/refs?service=git-upload-pack`, { Authorization: AUTH }],
+      [`GET /${REPO}.git/info/refs?service=git-receive-pack`, { Authorization: AUTH }],
+      [
+        `POST ${servicePath('git-upload-pack')}`,
+        { ...gitHeaders('git-upload-pack', fetchBody ?? null, false) },
+        fetchBody,
+      ],
+    ];
+    for (const [line, headers, body] of requests) {
+      const [verb = 'GET', path = '/'] = line.split(' ');
+      const response = await rawRequest(server.url, {
+        head: head(verb, path, headers),
+        ...(body ? { body: [body] } : {}),
+        deadlineMs: CASE_DEADLINE_MS,
+      });
+      const policy = response.headers['cache-control'] ?? '';
+      expect(response.status, line).toBeLessThan(500);
+      expect(policy, `${line} (${response.status})`).toMatch(/\bprivate\b/);
+      expect(policy, `${line} (${response.status})`).toMatch(/\bno-store\b/);
+      expect(policy, line).not.toMatch(/public|must-revalidate|s-maxage/);
+    }
+  });
+
   it('creates no repository for a push that is refused', async () => {
     const keys = await listKeys();
     for (const body of [
