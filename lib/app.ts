@@ -212,6 +212,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl,
+    allowedHosts: config.allowedHosts,
     ...(config.route
       ? {
           routeTransfer: createTransferRouter({

@@ -33,6 +33,8 @@ export interface Config {
   /** How long a node trusts a token record it read: revocation reaches every node within it. */
   readonly tokenCacheMs: number;
   readonly publicUrl: string | undefined;
+  /** Without a public URL: the Host names links may use (else the address a request arrived on). */
+  readonly allowedHosts: readonly string[];
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
   /** A request's headers must arrive within this... */
@@ -211,6 +213,7 @@ export function loadConfig(
     adminToken: adminToken(env),
     tokenCacheMs: integer(env, 'NARWAL_TOKEN_CACHE_MS', 5_000, 0, 300_000),
     publicUrl: env.NARWAL_PUBLIC_URL || undefined,
+    allowedHosts: allowedHosts(env),
     maxPushBytes: integer(env, 'NARWAL_MAX_PUSH_BYTES', 2 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER),
     maxFetchRequestBytes: integer(
       env,
@@ -299,6 +302,20 @@ function webhookUrl(raw: string): string {
   if (url.username !== '' || url.password !== '')
     throw new ConfigError('NARWAL_WEBHOOK_URL must not carry credentials');
   return url.href;
+}
+
+/** `NARWAL_ALLOWED_HOSTS`: comma-separated `host` or `host:port` names, kept lower-case. */
+function allowedHosts(env: Env): string[] {
+  const raw = optional(env, 'NARWAL_ALLOWED_HOSTS');
+  if (raw === undefined) return [];
+  return raw.split(',').map((entry) => {
+    const host = entry.trim().toLowerCase();
+    if (!/^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::\d{1,5})?$/.test(host))
+      throw new ConfigError(
+        `NARWAL_ALLOWED_HOSTS: ${JSON.stringify(entry.trim())} is not a host or host:port`,
+      );
+    return host;
+  });
 }
 
 /** Long enough to be unguessable, and to be scrubbed from logs without eating ordinary text. */

@@ -73,7 +73,7 @@ export async function apiRoute(
       public: index.public,
       created: index.created,
       checkpoint: index.checkpoint ? { seq: index.checkpoint.seq, refs: index.checkpoint.count } : null,
-      cloneUrl: `${baseUrl(deps.publicUrl, request)}/${index.repo}.git`,
+      cloneUrl: `${baseUrl(deps, request)}/${index.repo}.git`,
     });
   }
   if (action === 'log') {

@@ -19,8 +19,6 @@ import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
   readonly tokens: TokenStore;
-  /** Shown on the front page, e.g. https://git.example; without it, the host the client used. */
-  readonly publicUrl?: string | undefined;
 }
 
 const GIT_SUFFIXES = ['/info/refs', '/git-upload-pack', '/git-receive-pack'] as const;
@@ -102,7 +100,7 @@ function decodePath(raw: string): string {
 
 function frontPage(deps: HandlerDeps, request: CoreRequest): CoreResponse {
   if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed('narwal: use GET');
-  const url = baseUrl(deps.publicUrl, request);
+  const url = baseUrl(deps, request);
   return text(
     200,
     [

@@ -142,7 +142,7 @@ export async function monitorRoute(
 }
 
 function context(deps: HistoryRouteDeps, request: CoreRequest, principal: Principal | null): PageContext {
-  return { user: principal?.name ?? null, publicUrl: baseUrl(deps.publicUrl, request) };
+  return { user: principal?.name ?? null, publicUrl: baseUrl(deps, request) };
 }
 
 /** A rewind needs write access; a reader is told so in those words rather than "may not push". */

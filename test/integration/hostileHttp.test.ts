@@ -1172,6 +1172,62 @@ describe('hostile HTTP, case by case', () => {
     }
   });
 
+  it('names only its own address in clone URLs and links, whatever Host a client sends', async () => {
+    const port = new URL(server.url).port;
+    const ask = (path: string, host: string, extra: Record<string, string> = {}) =>
+      rawRequest(server.url, {
+        head: [
+          `GET ${path} HTTP/1.1`,
+          `Host: ${host}`,
+          'Connection: close',
+          `Authorization: ${AUTH}`,
+          ...Object.entries(extra).map(([k, v]) => `${k}: ${v}`),
+        ].join('\r\n'),
+        deadlineMs: CASE_DEADLINE_MS,
+      });
+    for (const host of ['evil.example', 'evil.example:8080', '127.0.0.1.evil.example', `localhost:${port}`]) {
+      const answers = [
+        await ask('/', host),
+        await ask(`/api/v1/repos/${REPO}`, host),
+        await ask(`/${REPO}`, host, { Accept: 'text/html' }),
+        await ask('/', host, { Accept: 'text/html' }),
+      ];
+      for (const [i, answer] of answers.entries()) {
+        const text = answer.body.toString();
+        expect(answer.status, text).toBe(200);
+        expect(text, host).not.toContain(host);
+        // The repository list shows a URL only when it is empty.
+        if (i < 3) expect(text, host).toContain(`http://127.0.0.1:${port}`);
+      }
+      const api = JSON.parse(answers[1]?.body.toString() ?? '{}') as { cloneUrl: string };
+      expect(api.cloneUrl).toBe(`http://127.0.0.1:${port}/${REPO}.git`);
+    }
+  });
+
+  it('names a host of NARWAL_ALLOWED_HOSTS when the client used it, and its own address otherwise', async () => {
+    const local = await startInProcess({
+      env: { NARWAL_ALLOWED_HOSTS: 'git.example.test, Mirror.example.test:8443' },
+    });
+    try {
+      const port = new URL(local.url).port;
+      const cloneUrl = async (host: string) => {
+        const answer = await rawRequest(local.url, {
+          head: [`GET / HTTP/1.1`, `Host: ${host}`, 'Connection: close'].join('\r\n'),
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        return /git clone (\S+)\/OWNER\/NAME\.git/.exec(answer.body.toString())?.[1];
+      };
+      expect(await cloneUrl('git.example.test')).toBe('http://git.example.test');
+      expect(await cloneUrl('GIT.example.test')).toBe('http://git.example.test');
+      expect(await cloneUrl('mirror.example.test:8443')).toBe('http://mirror.example.test:8443');
+      expect(await cloneUrl('mirror.example.test')).toBe(`http://127.0.0.1:${port}`);
+      expect(await cloneUrl('git.example.test:80')).toBe(`http://127.0.0.1:${port}`);
+      expect(await cloneUrl('evil.example')).toBe(`http://127.0.0.1:${port}`);
+    } finally {
+      await local.stop();
+    }
+  });
+
   it('creates no repository for a push that is refused', async () => {
     const keys = await listKeys();
     for (const body of [

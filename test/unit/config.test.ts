@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       adminToken: undefined,
       tokenCacheMs: 5_000,
       publicUrl: undefined,
+      allowedHosts: [],
       maxPushBytes: 2 * 1024 ** 3,
       maxFetchRequestBytes: 64 * 1024 ** 2,
       headersTimeoutMs: 30_000,
@@ -230,6 +231,14 @@ describe('loadConfig', () => {
     });
     expect(loadConfig({ NARWAL_GIT_CHILDREN: '1' }).gitShare).toBe(1);
     expect(loadConfig({ NARWAL_GIT_CHILDREN: '21', NARWAL_GIT_SHARE: '21' }).gitShare).toBe(21);
+    expect(loadConfig({ NARWAL_ALLOWED_HOSTS: ' Git.Example:8080 , [::1]:80,x ' }).allowedHosts).toEqual([
+      'git.example:8080',
+      '[::1]:80',
+      'x',
+    ]);
+    expect(configError({ NARWAL_ALLOWED_HOSTS: 'a.example,http://b.example' }).message).toBe(
+      'NARWAL_ALLOWED_HOSTS: "http://b.example" is not a host or host:port',
+    );
     expect(configError({ NARWAL_GIT_SHARE: '0' }).message).toBe(
       'NARWAL_GIT_SHARE must be an integer between 1 and 10000, not "0"',
     );
