@@ -5,6 +5,7 @@
 import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { MIN_SECRET_LENGTH } from './auth/redact.js';
+import { isLocalName, isPrivateAddress } from './events/privateAddress.js';
 import { type FaultRule, parseFaultSpec } from './store/faultSpec.js';
 
 export interface Config {
@@ -66,7 +67,13 @@ export interface Config {
 }
 
 export interface EventsConfig {
-  readonly webhook: { readonly url: string; readonly secret: string; readonly timeoutMs: number } | null;
+  readonly webhook: {
+    readonly url: string;
+    readonly secret: string;
+    readonly timeoutMs: number;
+    /** Loopback, link-local and private addresses may be delivered to. */
+    readonly allowPrivate: boolean;
+  } | null;
   readonly eventBridge: {
     readonly bus: string;
     readonly source: string;
@@ -263,10 +270,12 @@ function eventsConfig(env: Env): EventsConfig {
       throw new ConfigError(
         `NARWAL_WEBHOOK_SECRET must be set with NARWAL_WEBHOOK_URL: at least ${MIN_SECRET_LENGTH} characters, no spaces`,
       );
+    const allowPrivate = flag(env, 'NARWAL_WEBHOOK_ALLOW_PRIVATE', false);
     webhook = {
-      url: webhookUrl(url),
+      url: webhookUrl(url, allowPrivate),
       secret,
       timeoutMs: integer(env, 'NARWAL_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
+      allowPrivate,
     };
   }
   const bus = optional(env, 'NARWAL_EVENTBRIDGE_BUS');
@@ -289,8 +298,13 @@ function eventsConfig(env: Env): EventsConfig {
   };
 }
 
-/** An absolute http(s) URL; credentials belong in the signature secret, not the URL. */
-function webhookUrl(raw: string): string {
+/**
+ * An absolute http(s) URL; credentials belong in the signature secret, not the URL. A host that is
+ * a loopback, link-local or private address (however the URL spells it: the URL parser turns
+ * `2130706433` or `0x7f.1` into 127.0.0.1) or a `localhost` name is refused unless allowed; other
+ * names are checked against what they resolve to at each delivery (WebhookSink).
+ */
+function webhookUrl(raw: string, allowPrivate: boolean): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -301,6 +315,10 @@ function webhookUrl(raw: string): string {
     throw new ConfigError('NARWAL_WEBHOOK_URL must be an absolute http(s) URL');
   if (url.username !== '' || url.password !== '')
     throw new ConfigError('NARWAL_WEBHOOK_URL must not carry credentials');
+  if (!allowPrivate && (isPrivateAddress(url.hostname) || isLocalName(url.hostname)))
+    throw new ConfigError(
+      `NARWAL_WEBHOOK_URL points at a loopback, link-local or private address (${url.hostname}); set NARWAL_WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+    );
   return url.href;
 }
 

@@ -16,6 +16,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
+import { loadConfig } from '../../lib/config.js';
 import { jsonLogger } from '../../lib/log.js';
 import { ObjectPresenceStore } from '../../lib/presence/ObjectPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
@@ -1225,6 +1226,20 @@ describe('hostile HTTP, case by case', () => {
       expect(await cloneUrl('evil.example')).toBe(`http://127.0.0.1:${port}`);
     } finally {
       await local.stop();
+    }
+  });
+
+  it('will not send webhooks to the instance metadata service, loopback or private ranges', () => {
+    const urls = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://localhost:9/x',
+      'http://[::1]/x',
+      'http://10.0.0.8/x',
+    ];
+    for (const url of urls) {
+      expect(() =>
+        loadConfig({ NARWAL_WEBHOOK_URL: url, NARWAL_WEBHOOK_SECRET: 'a-webhook-secret-of-some-length' }),
+      ).toThrow(/^NARWAL_WEBHOOK_URL points at a loopback, link-local or private address/);
     }
   });
 
