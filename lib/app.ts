@@ -26,6 +26,7 @@ import { installPackCacheHook } from './git/packCacheHook.js';
 import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
 import { createHandler } from './http/createHandler.js';
+import { MemoryBudget } from './http/MemoryBudget.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
 import type { Logger } from './log.js';
@@ -53,6 +54,8 @@ export interface App {
   readonly history: History;
   /** Delivers events about published entries; null when no destination is configured. */
   readonly events: EventDispatcher | null;
+  /** The fetch request bytes this node holds in memory (bounded in all and per client). */
+  readonly requestMemory: MemoryBudget;
   /** Catches up event delivery for every repository in the cache (the periodic safety net). */
   catchUpEvents(): Promise<SinkProgress[]>;
   /** Evicts idle generations and repository caches from the shared cache. */
@@ -190,6 +193,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const afterPublish = (repo: string, loaded: LoadedIndex) => track(prewarm.trigger(repo, loaded));
   const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
   const history = new History({ wal, publisher, cache, git, afterPublish });
+  const requestMemory = new MemoryBudget(config.fetchMemoryBytes, config.fetchMemoryShareBytes);
   const handler = createHandler({
     history,
     wal,
@@ -208,6 +212,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
+    requestMemory,
     bodyPace: { idleMs: config.bodyIdleMs, minBytesPerSecond: config.bodyMinRate },
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
@@ -236,6 +241,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     checkpointer,
     history,
     events,
+    requestMemory,
     async catchUpEvents() {
       if (events === null) return [];
       const repos = await cachedRepositories(config.cacheDir);

@@ -38,6 +38,10 @@ export interface Config {
   readonly allowedHosts: readonly string[];
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** Fetch request bytes a node holds in memory at once, in all... */
+  readonly fetchMemoryBytes: number;
+  /** ...and for one client (a token, or an anonymous address). */
+  readonly fetchMemoryShareBytes: number;
   /** A request's headers must arrive within this... */
   readonly headersTimeoutMs: number;
   /** ...the whole request within this... */
@@ -186,6 +190,13 @@ export function loadConfig(
           functionName: required(env, 'NARWAL_PREWARM_FUNCTION'),
           region: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
         };
+  const fetchMemoryBytes = integer(
+    env,
+    'NARWAL_FETCH_MEMORY_BYTES',
+    256 * 1024 ** 2,
+    1024,
+    Number.MAX_SAFE_INTEGER,
+  );
   const gitChildren = integer(
     env,
     'NARWAL_GIT_CHILDREN',
@@ -226,6 +237,14 @@ export function loadConfig(
       env,
       'NARWAL_MAX_FETCH_REQUEST_BYTES',
       64 * 1024 ** 2,
+      1024,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    fetchMemoryBytes,
+    fetchMemoryShareBytes: integer(
+      env,
+      'NARWAL_FETCH_MEMORY_SHARE_BYTES',
+      Math.floor(fetchMemoryBytes / 2),
       1024,
       Number.MAX_SAFE_INTEGER,
     ),

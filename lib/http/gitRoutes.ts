@@ -31,6 +31,7 @@ import { RepoExists } from '../wal/Wal.js';
 import { NOT_STORED } from './cachePolicy.js';
 import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound } from './HttpError.js';
+import type { MemoryBudget, Reservation } from './MemoryBudget.js';
 import { type BodyPace, decodedBody, onBodyError, readAll } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
@@ -47,6 +48,8 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** Fetch requests read into memory, bounded across requests and per client. */
+  readonly requestMemory: MemoryBudget;
   /** How a request body must keep arriving (else 408). */
   readonly bodyPace: BodyPace;
   /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
@@ -199,6 +202,35 @@ export async function uploadPack(
   principal: Principal | null,
   at?: number,
 ): Promise<CoreResponse> {
+  // The request bytes read into memory are charged to the node's budget until the answer is done.
+  const memory = deps.requestMemory.reserve(slotOwner(principal, request));
+  try {
+    return releasedAfter(await answerFetch(deps, request, repo, principal, memory, at), memory);
+  } catch (error) {
+    memory.release();
+    throw error;
+  }
+}
+
+/** Gives `memory` back once `response` has been sent (or abandoned). */
+function releasedAfter(response: CoreResponse, memory: Reservation): CoreResponse {
+  if (Buffer.isBuffer(response.body)) memory.release();
+  else {
+    response.body.once('close', memory.release);
+    response.body.once('error', memory.release);
+    if (response.body.destroyed) memory.release();
+  }
+  return response;
+}
+
+async function answerFetch(
+  deps: GitRouteDeps,
+  request: CoreRequest,
+  repo: string,
+  principal: Principal | null,
+  memory: Reservation,
+  at?: number,
+): Promise<CoreResponse> {
   requireContentType(request, 'application/x-git-upload-pack-request');
   const loaded = await authorizeRead(deps, repo, principal);
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
@@ -212,7 +244,7 @@ export async function uploadPack(
   const target = await targetFor(deps, loaded, at);
   const v2 = wantsProtocolV2(protocol);
   // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs).
-  const early = v2 ? await readAll(body) : null;
+  const early = v2 ? await readAll(body, memory) : null;
   if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
     return lsRefs(deps, target, early, { protocol, owner });
   }
@@ -224,7 +256,7 @@ export async function uploadPack(
     });
   }
   // The request is small: read it to learn what it needs.
-  const bytes = early ?? (await readAll(body));
+  const bytes = early ?? (await readAll(body, memory));
   const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
   const cloneEnv: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
   if (complete) {

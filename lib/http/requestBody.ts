@@ -6,6 +6,7 @@
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { badRequest, HttpError, payloadTooLarge, requestTimeout, unsupportedMediaType } from './HttpError.js';
+import type { Reservation } from './MemoryBudget.js';
 import type { CoreRequest } from './types.js';
 
 /** How a client must keep sending a body while the server waits for it. */
@@ -188,9 +189,13 @@ export class PaceLimit extends Transform {
   }
 }
 
-/** A (bounded) body read whole. */
-export async function readAll(body: Readable): Promise<Buffer> {
+/** A (bounded) body read whole; each chunk is charged to `account` first, when given. */
+export async function readAll(body: Readable, account?: Reservation): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
+  for await (const chunk of body) {
+    const bytes = Buffer.from(chunk as Buffer);
+    account?.add(bytes.length);
+    chunks.push(bytes);
+  }
   return Buffer.concat(chunks);
 }

@@ -10,7 +10,8 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
@@ -1240,6 +1241,71 @@ describe('hostile HTTP, case by case', () => {
       expect(() =>
         loadConfig({ NARWAL_WEBHOOK_URL: url, NARWAL_WEBHOOK_SECRET: 'a-webhook-secret-of-some-length' }),
       ).toThrow(/^NARWAL_WEBHOOK_URL points at a loopback, link-local or private address/);
+    }
+  });
+
+  it('bounds the fetch requests held in memory, in all and per client', async () => {
+    const KIB = 1024;
+    const local = await startInProcess({
+      env: {
+        NARWAL_MAX_FETCH_REQUEST_BYTES: String(64 * KIB),
+        NARWAL_FETCH_MEMORY_BYTES: String(100 * KIB),
+        NARWAL_FETCH_MEMORY_SHARE_BYTES: String(60 * KIB),
+        NARWAL_BODY_IDLE_MS: '60000',
+      },
+    });
+    const release = new AbortController();
+    try {
+      const work = await workRepo(home, 1, 'fetch-memory');
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main'], { cwd: work, home });
+      await local.app.idle();
+      const tokens = await Promise.all(
+        ['b', 'c'].map((name) =>
+          local.app.tokens.create({ name, grants: [{ scope: 'read', pattern: REPO }] }),
+        ),
+      );
+      const as = (token: string) => `Basic ${Buffer.from(`x:${token}`).toString('base64')}`;
+      // A fetch request that declares 60 KiB, sends 40 KiB and then holds on.
+      const held = (authorization: string, signal?: AbortSignal) =>
+        rawRequest(local.url, {
+          head: head('POST', servicePath('git-upload-pack'), {
+            ...gitHeaders('git-upload-pack', null, false),
+            Authorization: authorization,
+            'Content-Length': String(60 * KIB),
+          }),
+          body: [Buffer.alloc(40 * KIB, 0x30)],
+          deadlineMs: CASE_DEADLINE_MS,
+          ...(signal ? { signal } : {}),
+        });
+      const busy = (response: RawResponse) => {
+        expect(response.status, response.body.toString()).toBe(503);
+        expect(response.headers['retry-after']).toBe('1');
+        return response.body.toString();
+      };
+      const holding = (bytes: number) => eventually(async () => local.app.requestMemory.held >= bytes, 5_000);
+      const first = held(AUTH, release.signal);
+      expect(await holding(40 * KIB)).toBe(true);
+      // The same client's second one would hold 80 KiB: over its share of 60.
+      expect(busy(await held(AUTH))).toMatch(/^narwal: busy: this client's fetch requests already hold/);
+      const second = held(as(tokens[0]?.token ?? ''), release.signal);
+      expect(await holding(80 * KIB)).toBe(true);
+      // Another client's would make 120 KiB in all: over the node's 100.
+      expect(busy(await held(as(tokens[1]?.token ?? '')))).toMatch(
+        /^narwal: busy: too many fetch requests are being read at once/,
+      );
+      expect(local.app.requestMemory.held).toBe(80 * KIB);
+      release.abort();
+      await Promise.all([first, second]);
+      // Once they are gone their memory is free again: a real fetch is served.
+      expect(await eventually(async () => local.app.requestMemory.held === 0, 5_000)).toBe(true);
+      const clone = join(await mkdtemp(join(tmpdir(), 'narwal-fetch-memory-')), 'c');
+      await gitOk(
+        ['clone', '-q', `${local.url.replace('://', `://x:${tokens[1]?.token}@`)}/${REPO}.git`, clone],
+        { home },
+      );
+    } finally {
+      release.abort();
+      await local.stop();
     }
   });
 

@@ -36,6 +36,8 @@ describe('loadConfig', () => {
       allowedHosts: [],
       maxPushBytes: 2 * 1024 ** 3,
       maxFetchRequestBytes: 64 * 1024 ** 2,
+      fetchMemoryBytes: 256 * 1024 ** 2,
+      fetchMemoryShareBytes: 128 * 1024 ** 2,
       headersTimeoutMs: 30_000,
       requestTimeoutMs: 15 * 60_000,
       bodyIdleMs: 30_000,
