@@ -3,6 +3,8 @@
  * plain 500 with the request id (the log has the rest), never a stack or an SDK error.
  */
 import { AccessDenied } from '../auth/AccessDenied.js';
+import { InvalidGrant } from '../auth/Principal.js';
+import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
 import { Busy } from '../git/GitBudget.js';
 import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
@@ -32,6 +34,9 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
   if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
   if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
+  if (error instanceof InvalidGrant) return text(400, `narwal: ${error.message}`);
+  if (error instanceof TokenNotFound) return text(404, `narwal: ${error.message}`);
+  if (error instanceof AmbiguousToken) return text(409, `narwal: ${error.message}`);
   if (error instanceof Busy) {
     return text(503, error.message, { 'retry-after': String(error.retryAfterSeconds) });
   }

@@ -445,6 +445,8 @@ const apiPart = fc.constantFrom(
   '-',
   '%2d',
   'entries',
+  'tokens',
+  'target-reader',
 );
 const apiPrefix = fc.constantFrom(
   '/api/v1/repos/',
@@ -906,6 +908,13 @@ describe('hostile HTTP, case by case', () => {
       ['DELETE', `/api/v1/repos/${REPO}/-/protection`, '', Buffer.alloc(0)],
       ['DELETE', `/api/v1/repos/${REPO}/-/protection?pattern=refs/heads/main`, '', Buffer.alloc(0)],
       ['POST', `/api/v1/repos/${REPO}/-/rewind`, 'application/json', json({ to: 1 })],
+      [
+        'POST',
+        '/api/v1/tokens',
+        'application/json',
+        json({ name: 'csrf', grants: [{ scope: 'admin', pattern: '**' }] }),
+      ],
+      ['DELETE', '/api/v1/tokens/target-reader', '', Buffer.alloc(0)],
       ['POST', `/${REPO}/-/rewind`, 'application/x-www-form-urlencoded', Buffer.from('to=1&expect=1')],
       [
         'POST',
