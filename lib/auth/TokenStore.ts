@@ -74,7 +74,8 @@ interface Cached {
 
 export class TokenStore {
   readonly #store: ObjectStore;
-  readonly #admin: SecretHash;
+  /** The configured admin token's hash; null where none is configured (the CLI checks no token). */
+  readonly #admin: SecretHash | null;
   readonly #decoy = decoyHash();
   readonly #cache: TtlCache<string, Cached>;
   /** Ids read and found to have no record, trusted for as long as a record would be. */
@@ -83,9 +84,9 @@ export class TokenStore {
   readonly #lastUsedEveryMs: number;
   readonly #now: () => number;
 
-  constructor(store: ObjectStore, adminToken: string, options: TokenStoreOptions) {
+  constructor(store: ObjectStore, adminToken: string | undefined, options: TokenStoreOptions) {
     this.#store = store;
-    this.#admin = hashToken(adminToken);
+    this.#admin = adminToken === undefined ? null : hashToken(adminToken);
     this.#now = options.now ?? Date.now;
     this.#lastUsedEveryMs = options.lastUsedEveryMs ?? 3_600_000;
     this.#cache = new TtlCache({ ttlMs: options.cacheMs, maxEntries: 10_000, now: this.#now });
@@ -101,7 +102,7 @@ export class TokenStore {
    * constant-time checks whether its id is unknown or its secret is wrong.
    */
   async find(presented: string): Promise<Principal | null> {
-    const isAdmin = verifyToken(presented, this.#admin);
+    const isAdmin = verifyToken(presented, this.#admin ?? this.#decoy) && this.#admin !== null;
     const id = tokenId(presented);
     const cached = id === null ? null : await this.#read(id);
     const valid = verifyToken(presented, cached?.record.hash ?? this.#decoy);
