@@ -28,6 +28,7 @@ import { History } from './history/History.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
 import { createHandler } from './http/createHandler.js';
 import { healthCheck } from './http/health.js';
+import { MemoryBudget } from './http/MemoryBudget.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
 import type { Logger } from './log.js';
@@ -55,6 +56,8 @@ export interface App {
   readonly history: History;
   /** Delivers events about published entries; null when no destination is configured. */
   readonly events: EventDispatcher | null;
+  /** The fetch request bytes this node holds in memory (bounded in all and per client). */
+  readonly requestMemory: MemoryBudget;
   /** Catches up event delivery for every repository in the cache (the periodic safety net). */
   catchUpEvents(): Promise<SinkProgress[]>;
   /** Evicts idle generations and repository caches from the shared cache. */
@@ -166,7 +169,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const presence = await createPresence(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const git = new GitRunner({
-    budget: new GitBudget(config.gitChildren, config.gitQueueMs),
+    budget: new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare),
     home,
     ...(trace ? { trace2Dir: trace.gitDir } : {}),
   });
@@ -203,6 +206,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       ? new ChunkedPushNotes({ presence, owner: node.id, now })
       : undefined;
   const history = new History({ wal, publisher, cache, git, afterPublish });
+  const requestMemory = new MemoryBudget(config.fetchMemoryBytes, config.fetchMemoryShareBytes);
   const handler = createHandler({
     history,
     wal,
@@ -222,12 +226,14 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
-    bodyIdleMs: config.bodyIdleMs,
+    requestMemory,
+    bodyPace: { idleMs: config.bodyIdleMs, minBytesPerSecond: config.bodyMinRate },
     maxHeadBytes: 16 * 1024 * 1024,
     maxCommands: 100_000,
     publicUrl: config.publicUrl,
     health: healthCheck({ store, presence, cacheDir: config.cacheDir }),
     ...(chunkedPushes ? { chunkedPushes } : {}),
+    allowedHosts: config.allowedHosts,
     ...(config.route
       ? {
           routeTransfer: createTransferRouter({
@@ -252,6 +258,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     checkpointer,
     history,
     events,
+    requestMemory,
     async catchUpEvents() {
       if (events === null) return [];
       const repos = await cachedRepositories(config.cacheDir);

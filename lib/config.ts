@@ -6,6 +6,7 @@
 import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { MIN_SECRET_LENGTH } from './auth/redact.js';
+import { isLocalName, isPrivateAddress } from './events/privateAddress.js';
 import type { ChunkedPushMode } from './http/chunkedPushes.js';
 import { type FaultRule, parseFaultSpec } from './store/faultSpec.js';
 
@@ -40,15 +41,25 @@ export interface Config {
   /** How long a node trusts a token record it read: revocation reaches every node within it. */
   readonly tokenCacheMs: number;
   readonly publicUrl: string | undefined;
+  /** Without a public URL: the Host names links may use (else the address a request arrived on). */
+  readonly allowedHosts: readonly string[];
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
+  /** Fetch request bytes a node holds in memory at once, in all... */
+  readonly fetchMemoryBytes: number;
+  /** ...and for one client (a token, or an anonymous address). */
+  readonly fetchMemoryShareBytes: number;
   /** A request's headers must arrive within this... */
   readonly headersTimeoutMs: number;
   /** ...the whole request within this... */
   readonly requestTimeoutMs: number;
-  /** ...and its body may pause at most this long between two chunks (slow-loris uploads). */
+  /** ...and its body may pause at most this long between two chunks (slow-loris uploads)... */
   readonly bodyIdleMs: number;
+  /** ...and must arrive at least this fast (bytes/s) over each bodyIdleMs of waiting (0: any). */
+  readonly bodyMinRate: number;
   readonly gitChildren: number;
+  /** How many of those one client (a token, or an anonymous address) may run at once. */
+  readonly gitShare: number;
   readonly gitQueueMs: number;
   /** Serve repeated full clones of a generation from the pack made for the first (on by default). */
   readonly packCache: boolean;
@@ -67,7 +78,13 @@ export interface Config {
 }
 
 export interface EventsConfig {
-  readonly webhook: { readonly url: string; readonly secret: string; readonly timeoutMs: number } | null;
+  readonly webhook: {
+    readonly url: string;
+    readonly secret: string;
+    readonly timeoutMs: number;
+    /** Loopback, link-local and private addresses may be delivered to. */
+    readonly allowPrivate: boolean;
+  } | null;
   readonly eventBridge: {
     readonly bus: string;
     readonly source: string;
@@ -189,6 +206,20 @@ export function loadConfig(
           functionName: required(env, 'NARWAL_PREWARM_FUNCTION'),
           region: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
         };
+  const fetchMemoryBytes = integer(
+    env,
+    'NARWAL_FETCH_MEMORY_BYTES',
+    256 * 1024 ** 2,
+    1024,
+    Number.MAX_SAFE_INTEGER,
+  );
+  const gitChildren = integer(
+    env,
+    'NARWAL_GIT_CHILDREN',
+    gitChildrenFor(overrides.memoryBytes ?? totalmem()),
+    1,
+    10_000,
+  );
   return {
     route,
     prewarm,
@@ -217,6 +248,7 @@ export function loadConfig(
     adminToken: adminToken(env),
     tokenCacheMs: integer(env, 'NARWAL_TOKEN_CACHE_MS', 5_000, 0, 300_000),
     publicUrl: env.NARWAL_PUBLIC_URL || undefined,
+    allowedHosts: allowedHosts(env),
     maxPushBytes: integer(env, 'NARWAL_MAX_PUSH_BYTES', 2 * 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER),
     maxFetchRequestBytes: integer(
       env,
@@ -225,16 +257,20 @@ export function loadConfig(
       1024,
       Number.MAX_SAFE_INTEGER,
     ),
+    fetchMemoryBytes,
+    fetchMemoryShareBytes: integer(
+      env,
+      'NARWAL_FETCH_MEMORY_SHARE_BYTES',
+      Math.floor(fetchMemoryBytes / 2),
+      1024,
+      Number.MAX_SAFE_INTEGER,
+    ),
     headersTimeoutMs: integer(env, 'NARWAL_HEADERS_TIMEOUT_MS', 30_000, 100, 3_600_000),
     requestTimeoutMs: integer(env, 'NARWAL_REQUEST_TIMEOUT_MS', 15 * 60_000, 100, 24 * 3_600_000),
     bodyIdleMs: integer(env, 'NARWAL_BODY_IDLE_MS', 30_000, 100, 3_600_000),
-    gitChildren: integer(
-      env,
-      'NARWAL_GIT_CHILDREN',
-      gitChildrenFor(overrides.memoryBytes ?? totalmem()),
-      1,
-      10_000,
-    ),
+    bodyMinRate: integer(env, 'NARWAL_BODY_MIN_RATE', 1024, 0, 1024 ** 3),
+    gitChildren,
+    gitShare: integer(env, 'NARWAL_GIT_SHARE', gitShareOf(gitChildren), 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
     packCache: flag(env, 'NARWAL_PACK_CACHE', true),
@@ -253,6 +289,14 @@ export function gitChildrenFor(memoryBytes: number): number {
   return Math.min(256, Math.max(8, Math.floor(memoryBytes / (96 * 1024 ** 2))));
 }
 
+/**
+ * The default share of one client: three quarters of the git processes, at least one, so that a
+ * quarter stays for everyone else whatever one token or address keeps open.
+ */
+export function gitShareOf(children: number): number {
+  return Math.max(1, Math.floor((children * 3) / 4));
+}
+
 function eventsConfig(env: Env): EventsConfig {
   const url = optional(env, 'NARWAL_WEBHOOK_URL');
   let webhook: EventsConfig['webhook'] = null;
@@ -262,10 +306,12 @@ function eventsConfig(env: Env): EventsConfig {
       throw new ConfigError(
         `NARWAL_WEBHOOK_SECRET must be set with NARWAL_WEBHOOK_URL: at least ${MIN_SECRET_LENGTH} characters, no spaces`,
       );
+    const allowPrivate = flag(env, 'NARWAL_WEBHOOK_ALLOW_PRIVATE', false);
     webhook = {
-      url: webhookUrl(url),
+      url: webhookUrl(url, allowPrivate),
       secret,
       timeoutMs: integer(env, 'NARWAL_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
+      allowPrivate,
     };
   }
   const bus = optional(env, 'NARWAL_EVENTBRIDGE_BUS');
@@ -288,8 +334,13 @@ function eventsConfig(env: Env): EventsConfig {
   };
 }
 
-/** An absolute http(s) URL; credentials belong in the signature secret, not the URL. */
-function webhookUrl(raw: string): string {
+/**
+ * An absolute http(s) URL; credentials belong in the signature secret, not the URL. A host that is
+ * a loopback, link-local or private address (however the URL spells it: the URL parser turns
+ * `2130706433` or `0x7f.1` into 127.0.0.1) or a `localhost` name is refused unless allowed; other
+ * names are checked against what they resolve to at each delivery (WebhookSink).
+ */
+function webhookUrl(raw: string, allowPrivate: boolean): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -300,7 +351,25 @@ function webhookUrl(raw: string): string {
     throw new ConfigError('NARWAL_WEBHOOK_URL must be an absolute http(s) URL');
   if (url.username !== '' || url.password !== '')
     throw new ConfigError('NARWAL_WEBHOOK_URL must not carry credentials');
+  if (!allowPrivate && (isPrivateAddress(url.hostname) || isLocalName(url.hostname)))
+    throw new ConfigError(
+      `NARWAL_WEBHOOK_URL points at a loopback, link-local or private address (${url.hostname}); set NARWAL_WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+    );
   return url.href;
+}
+
+/** `NARWAL_ALLOWED_HOSTS`: comma-separated `host` or `host:port` names, kept lower-case. */
+function allowedHosts(env: Env): string[] {
+  const raw = optional(env, 'NARWAL_ALLOWED_HOSTS');
+  if (raw === undefined) return [];
+  return raw.split(',').map((entry) => {
+    const host = entry.trim().toLowerCase();
+    if (!/^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::\d{1,5})?$/.test(host))
+      throw new ConfigError(
+        `NARWAL_ALLOWED_HOSTS: ${JSON.stringify(entry.trim())} is not a host or host:port`,
+      );
+    return host;
+  });
 }
 
 /** Long enough to be unguessable, and to be scrubbed from logs without eating ordinary text. */

@@ -2,7 +2,7 @@
  * What the management commands share: the configured store and the log, without a node's cache or
  * git, so they behave the same against the embedded store and against S3.
  */
-import { createStore, loadAdminToken } from '../../lib/app.js';
+import { createStore } from '../../lib/app.js';
 import { TokenStore } from '../../lib/auth/TokenStore.js';
 import { loadConfig } from '../../lib/config.js';
 import type { ObjectStore } from '../../lib/store/ObjectStore.js';
@@ -17,8 +17,10 @@ export interface CliContext {
 export async function cliContext(): Promise<CliContext> {
   const config = loadConfig();
   const store = await createStore(config);
-  // A command reads the store afresh every time: nothing to cache across requests.
-  const tokens = new TokenStore(store, (await loadAdminToken(config)).value, { cacheMs: 0 });
+  // A command reads the store afresh every time: nothing to cache across requests. It checks no
+  // presented token, so it needs no admin token, and must not make one: only `narwal serve`
+  // generates the data directory's admin token, when none is configured.
+  const tokens = new TokenStore(store, undefined, { cacheMs: 0 });
   return { store, wal: new Wal(store), tokens };
 }
 

@@ -5,6 +5,10 @@
  *
  * Lookups are cached per process for `cacheMs` from the moment the record was read, so a revoked
  * token stops working on every node within that bound; with 0 every request reads the record.
+ * An id with no record is remembered the same way, for the same time, by the same code: an
+ * unknown id then costs what a wrong secret costs (no store read while cached), so neither the
+ * store's load nor the answer's timing tells the two apart. Unknown ids are kept in a bound of
+ * their own, so a flood of made-up ids cannot push real tokens out of the cache.
  */
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
@@ -35,6 +39,8 @@ export interface TokenStoreOptions {
   readonly cacheMs: number;
   /** `lastUsed` is rewritten at most this often per token (default one hour). */
   readonly lastUsedEveryMs?: number;
+  /** How many ids without a record are remembered at once (default 10,000). */
+  readonly maxUnknownIds?: number;
   readonly now?: () => number;
 }
 
@@ -68,19 +74,27 @@ interface Cached {
 
 export class TokenStore {
   readonly #store: ObjectStore;
-  readonly #admin: SecretHash;
+  /** The configured admin token's hash; null where none is configured (the CLI checks no token). */
+  readonly #admin: SecretHash | null;
   readonly #decoy = decoyHash();
   readonly #cache: TtlCache<string, Cached>;
+  /** Ids read and found to have no record, trusted for as long as a record would be. */
+  readonly #unknown: TtlCache<string, null>;
   readonly #reading = new Map<string, Promise<Cached | null>>();
   readonly #lastUsedEveryMs: number;
   readonly #now: () => number;
 
-  constructor(store: ObjectStore, adminToken: string, options: TokenStoreOptions) {
+  constructor(store: ObjectStore, adminToken: string | undefined, options: TokenStoreOptions) {
     this.#store = store;
-    this.#admin = hashToken(adminToken);
+    this.#admin = adminToken === undefined ? null : hashToken(adminToken);
     this.#now = options.now ?? Date.now;
     this.#lastUsedEveryMs = options.lastUsedEveryMs ?? 3_600_000;
     this.#cache = new TtlCache({ ttlMs: options.cacheMs, maxEntries: 10_000, now: this.#now });
+    this.#unknown = new TtlCache({
+      ttlMs: options.cacheMs,
+      maxEntries: options.maxUnknownIds ?? 10_000,
+      now: this.#now,
+    });
   }
 
   /**
@@ -88,7 +102,7 @@ export class TokenStore {
    * constant-time checks whether its id is unknown or its secret is wrong.
    */
   async find(presented: string): Promise<Principal | null> {
-    const isAdmin = verifyToken(presented, this.#admin);
+    const isAdmin = verifyToken(presented, this.#admin ?? this.#decoy) && this.#admin !== null;
     const id = tokenId(presented);
     const cached = id === null ? null : await this.#read(id);
     const valid = verifyToken(presented, cached?.record.hash ?? this.#decoy);
@@ -124,6 +138,7 @@ export class TokenStore {
       ifNoneMatch: '*',
       contentType: 'application/json',
     });
+    this.#unknown.delete(id);
     return { token, info: infoOf(record) };
   }
 
@@ -166,14 +181,15 @@ export class TokenStore {
   }
 
   async #read(id: string): Promise<Cached | null> {
-    const cached = this.#cache.get(id);
+    const cached = this.#cache.get(id) ?? this.#unknown.get(id);
     if (cached !== undefined) return cached;
     // Concurrent requests with one token share one read.
     let reading = this.#reading.get(id);
     if (reading === undefined) {
       const readAt = this.#now();
       reading = this.#get(id).then((got) => {
-        if (got !== null) this.#cache.set(id, got, readAt);
+        if (got === null) this.#unknown.set(id, null, readAt);
+        else this.#cache.set(id, got, readAt);
         return got;
       });
       this.#reading.set(id, reading);

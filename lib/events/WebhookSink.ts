@@ -11,19 +11,26 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { DeliveryFailed, type EventSink } from './EventSink.js';
 import type { PushEvent } from './PushEvent.js';
+import { guardedLookup, isPrivateAddress, PrivateAddressRefused } from './privateAddress.js';
 
 /** The one HTTP call the webhook needs. */
 export type HttpPost = (
   url: string,
-  request: { headers: Record<string, string>; body: string; timeoutMs: number },
+  request: { headers: Record<string, string>; body: string; timeoutMs: number; allowPrivate: boolean },
 ) => Promise<{ status: number }>;
 
 /**
  * A POST with node:http(s), one connection per delivery (`agent: false`): a kept-alive socket
  * would hold a short-lived process (the CLI's replay) open for seconds after its last event.
  */
-export const httpPost: HttpPost = (url, { headers, body, timeoutMs }) =>
+export const httpPost: HttpPost = (url, { headers, body, timeoutMs, allowPrivate }) =>
   new Promise((resolve, reject) => {
+    // An address written in the URL is connected to without a lookup: it is checked here.
+    const host = new URL(url).hostname;
+    if (!allowPrivate && isPrivateAddress(host)) {
+      reject(new PrivateAddressRefused(host, host.replace(/^\[|\]$/g, '')));
+      return;
+    }
     const send = url.startsWith('https:') ? httpsRequest : httpRequest;
     const request = send(
       url,
@@ -31,6 +38,7 @@ export const httpPost: HttpPost = (url, { headers, body, timeoutMs }) =>
         method: 'POST',
         agent: false,
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        ...(allowPrivate ? {} : { lookup: guardedLookup }),
       },
       (response) => {
         response.resume();
@@ -58,6 +66,8 @@ export interface WebhookOptions {
   readonly url: string;
   readonly secret: string;
   readonly timeoutMs: number;
+  /** Deliver to loopback, link-local and private addresses too (NARWAL_WEBHOOK_ALLOW_PRIVATE). */
+  readonly allowPrivate: boolean;
   readonly post?: HttpPost;
 }
 
@@ -89,10 +99,16 @@ export class WebhookSink implements EventSink {
         },
         body,
         timeoutMs: this.#options.timeoutMs,
+        allowPrivate: this.#options.allowPrivate,
       }));
     } catch (error) {
-      // Never the URL in the message: it may carry a token in its query.
-      const reason = error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable';
+      // Never the URL in the message: it may carry a token in its query (the host is no secret).
+      const reason =
+        error instanceof PrivateAddressRefused
+          ? `refused: ${error.message}`
+          : error instanceof Error && error.name === 'TimeoutError'
+            ? 'timed out'
+            : 'unreachable';
       throw new DeliveryFailed(this.name, `event ${event.seq} not delivered (${reason})`, { cause: error });
     }
     if (status < 200 || status > 299)

@@ -17,6 +17,11 @@ export interface GitSpawnOptions {
    */
   readonly withinSlot?: boolean;
   /**
+   * Whom the slot is counted against (a token, or an anonymous client's address): one owner may
+   * hold only its share of the node's slots. Unset for work no client asked for.
+   */
+  readonly owner?: string;
+  /**
    * Maintenance nobody waits for (checkpoint repacks, multi-pack-indexes): it runs at a lower CPU
    * priority, which its own children inherit, so that requests in flight on the node come first.
    */
@@ -68,7 +73,7 @@ export class GitRunner {
 
   /** Spawns git once a budget slot is free; the slot is released when the child exits. */
   async spawn(args: readonly string[], options: GitSpawnOptions = {}): Promise<ChildProcess> {
-    const release = options.withinSlot ? () => {} : await this.#budget.acquire();
+    const release = options.withinSlot ? () => {} : await this.#budget.acquire(options.owner);
     try {
       const gitArgs = ['-c', 'safe.directory=*', ...args];
       // nice(1) lowers the priority before git starts, so everything git starts inherits it.

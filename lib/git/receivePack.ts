@@ -92,6 +92,8 @@ export interface ReceivePackRequest {
   readonly create?: () => Promise<LoadedIndex>;
   readonly body: Readable;
   readonly who: Identity;
+  /** Whom receive-pack's git slot is counted against (see GitSpawnOptions.owner). */
+  readonly owner: string;
   /** Called when git exits without asking narwal to decide the push's commands. */
   readonly undecided?: () => void;
 }
@@ -182,6 +184,7 @@ async function receiveInto(
       [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc', scratch.dir],
       {
         stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+        owner: request.owner,
       },
     );
   } catch (error) {

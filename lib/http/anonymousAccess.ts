@@ -13,6 +13,7 @@
  */
 import { isProtectionPath } from './protectionRoutes.js';
 import { gitRepoFromPath, repoFromPath } from './repoPath.js';
+import { isTokensPath } from './tokenRoutes.js';
 import type { TransferService } from './transferRoute.js';
 
 export type AnonymousAccess =
@@ -42,6 +43,8 @@ export function anonymousAccess(method: string, rawPath: string, query: URLSearc
     if (isGet(method)) return { kind: 'read', repo };
     return method === 'PUT' || method === 'DELETE' ? CHALLENGE : OPEN;
   }
+  // Managing tokens needs an admin token, whatever the method.
+  if (isTokensPath(path)) return CHALLENGE;
   if (path === '/') return query.has('sign-in') ? CHALLENGE : OPEN;
   if (path === '/-/login') return CHALLENGE;
   if (path.startsWith('/api/v1/')) return apiAccess(method, path.slice('/api/v1'.length));

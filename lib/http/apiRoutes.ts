@@ -17,14 +17,7 @@ import { baseUrl } from './baseUrl.js';
 import { json } from './errorResponse.js';
 import { badRequest, methodNotAllowed, notFound } from './HttpError.js';
 import { type HistoryRouteDeps, readable, readableRepos } from './historyAccess.js';
-import {
-  identityOf,
-  optionalSeq,
-  postFields,
-  requireSameOrigin,
-  seqParam,
-  stringField,
-} from './historyParams.js';
+import { identityOf, optionalSeq, postFields, seqParam, stringField } from './historyParams.js';
 import { repoFromPath } from './repoPath.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -54,10 +47,9 @@ export async function apiRoute(
   const { history } = deps;
   if (action === 'rewind') {
     if (request.method !== 'POST') throw methodNotAllowed('narwal: use POST to rewind');
-    requireSameOrigin(request);
     const loaded = await readable(deps, repo, principal);
     authorize(principal, repo, 'write', { public: loaded.index.public });
-    const fields = await postFields(request, deps.bodyIdleMs);
+    const fields = await postFields(request, deps.bodyPace, { forms: false });
     const refs = stringField(fields, 'refs');
     const expect = optionalSeq(stringField(fields, 'expect'), 'expect');
     const result = await history.rewind(repo, seqParam(stringField(fields, 'to'), 'to'), {
@@ -81,7 +73,7 @@ export async function apiRoute(
       public: index.public,
       created: index.created,
       checkpoint: index.checkpoint ? { seq: index.checkpoint.seq, refs: index.checkpoint.count } : null,
-      cloneUrl: `${baseUrl(deps.publicUrl, request)}/${index.repo}.git`,
+      cloneUrl: `${baseUrl(deps, request)}/${index.repo}.git`,
     });
   }
   if (action === 'log') {

@@ -15,12 +15,12 @@ import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
 import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
+import { requireSameOrigin } from './sameOrigin.js';
+import { isTokensPath, tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
   readonly tokens: TokenStore;
-  /** Shown on the front page, e.g. https://git.example; without it, the host the client used. */
-  readonly publicUrl?: string | undefined;
   /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */
   readonly health?: HealthCheck;
 }
@@ -43,7 +43,9 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
 async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreResponse> {
   const path = decodePath(request.path);
   if (path === '/healthz') return healthz(deps);
+  requireSameOrigin(request);
   if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
+  if (isTokensPath(path)) return tokenRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
   if (path === '/' || path === '') {
     if (request.query.has('sign-in')) return signInRoute(principal);
@@ -110,7 +112,7 @@ function decodePath(raw: string): string {
 
 function frontPage(deps: HandlerDeps, request: CoreRequest): CoreResponse {
   if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed('narwal: use GET');
-  const url = baseUrl(deps.publicUrl, request);
+  const url = baseUrl(deps, request);
   return text(
     200,
     [

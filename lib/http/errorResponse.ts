@@ -3,6 +3,8 @@
  * plain 500 with the request id (the log has the rest), never a stack or an SDK error.
  */
 import { AccessDenied } from '../auth/AccessDenied.js';
+import { InvalidGrant } from '../auth/Principal.js';
+import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
 import { Busy } from '../git/GitBudget.js';
 import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
@@ -14,6 +16,7 @@ import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
 import { RepoNotFound } from '../wal/Publisher.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { HttpError, unauthorized } from './HttpError.js';
 import type { CoreResponse } from './types.js';
 
@@ -31,6 +34,9 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
   if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
   if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
+  if (error instanceof InvalidGrant) return text(400, `narwal: ${error.message}`);
+  if (error instanceof TokenNotFound) return text(404, `narwal: ${error.message}`);
+  if (error instanceof AmbiguousToken) return text(409, `narwal: ${error.message}`);
   if (error instanceof Busy) {
     return text(503, error.message, { 'retry-after': String(error.retryAfterSeconds) });
   }
@@ -96,7 +102,7 @@ export function text(
 ): CoreResponse {
   return {
     status,
-    headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', ...headers },
+    headers: { 'content-type': 'text/plain; charset=utf-8', ...NOT_STORED, ...headers },
     body: Buffer.from(`${message}\n`),
   };
 }
@@ -108,7 +114,7 @@ function describe(error: unknown): string {
 export function json(status: number, value: unknown): CoreResponse {
   return {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' },
+    headers: { 'content-type': 'application/json; charset=utf-8', ...NOT_STORED },
     body: Buffer.from(`${JSON.stringify(value, null, 2)}\n`),
   };
 }
@@ -118,7 +124,7 @@ export function htmlPage(status: number, page: string): CoreResponse {
     status,
     headers: {
       'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-cache',
+      ...NOT_STORED,
       'content-security-policy':
         "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
       'x-content-type-options': 'nosniff',

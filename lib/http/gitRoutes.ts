@@ -28,10 +28,12 @@ import { emptyIndex } from '../wal/indexCodec.js';
 import type { LoadedIndex, RefValue } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { RepoExists } from '../wal/Wal.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { type ChunkedPushNotes, isPushProbe } from './chunkedPushes.js';
 import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound, payloadTooLarge } from './HttpError.js';
-import { decodedBody, onBodyError, readAll } from './requestBody.js';
+import type { MemoryBudget, Reservation } from './MemoryBudget.js';
+import { type BodyPace, decodedBody, onBodyError, readAll } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -47,8 +49,10 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
-  /** A request body that pauses longer than this is cut off with 408. */
-  readonly bodyIdleMs: number;
+  /** Fetch requests read into memory, bounded across requests and per client. */
+  readonly requestMemory: MemoryBudget;
+  /** How a request body must keep arriving (else 408). */
+  readonly bodyPace: BodyPace;
   /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
   readonly packObjectsHook: string | null;
   /** The `agent=` of advertisements narwal writes itself: the server's git, e.g. `git/2.39.5`. */
@@ -63,11 +67,7 @@ export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
   readonly chunkedPushes?: ChunkedPushNotes;
 }
 
-const NO_CACHE = {
-  'cache-control': 'no-cache, max-age=0, must-revalidate',
-  expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
-  pragma: 'no-cache',
-};
+const NO_CACHE = NOT_STORED;
 
 export async function infoRefs(
   deps: GitRouteDeps,
@@ -125,7 +125,7 @@ export async function infoRefs(
     deps.git,
     generation,
     [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', '--advertise-refs', dir],
-    { env: gitProtocolEnv(protocol) },
+    { env: gitProtocolEnv(protocol), owner: slotOwner(principal, request) },
   );
   child.stdin?.end();
   const exit = childExit(child);
@@ -178,13 +178,14 @@ async function lsRefs(
   deps: GitRouteDeps,
   target: CacheTarget,
   request: Buffer,
-  protocol: string | undefined,
+  options: { protocol: string | undefined; owner: string },
 ): Promise<CoreResponse> {
+  const { protocol } = options;
   const key = RefAnswers.key(target, 'ls-refs', protocol, request);
   let refs = deps.refAnswers.get(key);
   if (refs === undefined) {
     const generation = await deps.cache.advertise(target);
-    const { child, exit } = await spawnUploadPack(deps, generation, { protocol });
+    const { child, exit } = await spawnUploadPack(deps, generation, options);
     child.stdin?.on('error', () => {});
     child.stdin?.end(request);
     refs = await checkedRefs(child, exit, generation, 'upload-pack');
@@ -204,30 +205,61 @@ export async function uploadPack(
   principal: Principal | null,
   at?: number,
 ): Promise<CoreResponse> {
+  // The request bytes read into memory are charged to the node's budget until the answer is done.
+  const memory = deps.requestMemory.reserve(slotOwner(principal, request));
+  try {
+    return releasedAfter(await answerFetch(deps, request, repo, principal, memory, at), memory);
+  } catch (error) {
+    memory.release();
+    throw error;
+  }
+}
+
+/** Gives `memory` back once `response` has been sent (or abandoned). */
+function releasedAfter(response: CoreResponse, memory: Reservation): CoreResponse {
+  if (Buffer.isBuffer(response.body)) memory.release();
+  else {
+    response.body.once('close', memory.release);
+    response.body.once('error', memory.release);
+    if (response.body.destroyed) memory.release();
+  }
+  return response;
+}
+
+async function answerFetch(
+  deps: GitRouteDeps,
+  request: CoreRequest,
+  repo: string,
+  principal: Principal | null,
+  memory: Reservation,
+  at?: number,
+): Promise<CoreResponse> {
   requireContentType(request, 'application/x-git-upload-pack-request');
   const loaded = await authorizeRead(deps, repo, principal);
   if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
   const body = decodedBody(
     request,
-    { maxBytes: deps.maxFetchRequestBytes, idleMs: deps.bodyIdleMs },
+    { maxBytes: deps.maxFetchRequestBytes, ...deps.bodyPace },
     'the fetch request',
   );
   const protocol = request.headers['git-protocol'];
+  const owner = slotOwner(principal, request);
   const target = await targetFor(deps, loaded, at);
   const v2 = wantsProtocolV2(protocol);
   // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs).
-  const early = v2 ? await readAll(body) : null;
+  const early = v2 ? await readAll(body, memory) : null;
   if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
-    return lsRefs(deps, target, early, protocol);
+    return lsRefs(deps, target, early, { protocol, owner });
   }
   const complete = await deps.cache.isComplete(target);
   if (complete && deps.packObjectsHook === null) {
     return startUploadPack(deps, await deps.cache.read(target), early ? Readable.from([early]) : body, {
       protocol,
+      owner,
     });
   }
   // The request is small: read it to learn what it needs.
-  const bytes = early ?? (await readAll(body));
+  const bytes = early ?? (await readAll(body, memory));
   const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
   const cloneEnv: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
   if (complete) {
@@ -243,6 +275,7 @@ export async function uploadPack(
     try {
       return await startUploadPack(deps, generation, Readable.from([bytes]), {
         protocol,
+        owner,
         env: cloneEnv,
         ...(cached.packing ? { packing: cached.packing } : {}),
       });
@@ -258,6 +291,7 @@ export async function uploadPack(
   if (prefix === null) {
     return startUploadPack(deps, await deps.cache.read(target), Readable.from([bytes]), {
       protocol,
+      owner,
       env: cloneEnv,
     });
   }
@@ -270,7 +304,7 @@ export async function uploadPack(
       await generation.release();
       return;
     }
-    const { child } = await spawnUploadPack(deps, generation, { protocol, env: cloneEnv });
+    const { child } = await spawnUploadPack(deps, generation, { protocol, owner, env: cloneEnv });
     progress.body.once('close', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     });
@@ -354,7 +388,7 @@ export async function receivePack(
         'push again (it will go to the pool), or set http.postBuffer above the push’s size',
     );
   }
-  const body = decodedBody(request, { maxBytes: deps.maxPushBytes, idleMs: deps.bodyIdleMs }, 'the push');
+  const body = decodedBody(request, { maxBytes: deps.maxPushBytes, ...deps.bodyPace }, 'the push');
   // A new repository is created only when the push is about to change a ref: a refused push
   // (bad commands, a bad pack, invalid ref names) must leave nothing in the store.
   const outcome = await runReceivePack(deps, {
@@ -366,6 +400,7 @@ export async function receivePack(
     // say, because the client read a newer index elsewhere), the next push reads the index first.
     // git's probe POST before a large push ends the same way: its real POST pays that one read.
     ...(recent ? { undecided: () => deps.wal.unconfirm(repo) } : {}),
+    owner: slotOwner(principal, request),
     who: {
       token: principal?.name ?? 'anonymous',
       ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
@@ -449,6 +484,8 @@ async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIn
 interface UploadPackOptions {
   /** The client's `Git-Protocol` header. */
   readonly protocol: string | undefined;
+  /** Whom the git slot is counted against (see slotOwner). */
+  readonly owner: string;
   /** More environment: NARWAL_CLONE_KEY names a full clone's pack for the pack cache hook. */
   readonly env?: Record<string, string>;
   /** Told when upload-pack of a full clone starts, with its exit. */
@@ -471,7 +508,7 @@ async function spawnUploadPack(
     deps.git,
     generation,
     [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
-    { env: { ...gitProtocolEnv(options.protocol), ...options.env } },
+    { env: { ...gitProtocolEnv(options.protocol), ...options.env }, owner: options.owner },
   );
   const exit = childExit(child);
   void exit.then(() => generation.release());
@@ -483,7 +520,7 @@ async function spawnReleasing(
   git: GitRunner,
   generation: Generation | null,
   args: string[],
-  options: { env: Record<string, string> },
+  options: { env: Record<string, string>; owner: string },
 ): Promise<ChildProcess> {
   try {
     return await git.spawn(args, options);
@@ -505,6 +542,15 @@ function gitRefused(service: string, stderr: string): HttpError {
     .filter((l) => l !== '')
     .pop();
   return badRequest(`narwal: git ${service} refused the request${line ? `: ${line}` : ''}`);
+}
+
+/**
+ * Whom a request's git processes are counted against, for the per-client share of the node's
+ * slots: its token, or for an anonymous request (a public repository) the client's address.
+ */
+function slotOwner(principal: Principal | null, request: CoreRequest): string {
+  if (principal !== null) return `token:${principal.tokenId ?? principal.name}`;
+  return `address:${request.remoteAddress ?? 'unknown'}`;
 }
 
 /** The state a fetch reads: the current index, or the state after entry `at` (`REPO.git@SEQ`). */

@@ -7,15 +7,15 @@ import { mapLimit } from '../util/mapLimit.js';
 import { listRepos } from '../wal/listRepos.js';
 import type { LoadedIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
+import type { SiteAddress } from './baseUrl.js';
+import type { BodyPace } from './requestBody.js';
 
-export interface HistoryRouteDeps {
+export interface HistoryRouteDeps extends SiteAddress {
   readonly history: History;
   readonly wal: Wal;
   readonly store: ObjectStore;
-  /** NARWAL_PUBLIC_URL; without it, pages and the API name the host the client used. */
-  readonly publicUrl?: string | undefined;
-  /** A request body that pauses longer than this is cut off with 408. */
-  readonly bodyIdleMs: number;
+  /** How a request body must keep arriving (else 408). */
+  readonly bodyPace: BodyPace;
 }
 
 /** The current index of a repository the principal may read (a hidden one is "not found"). */

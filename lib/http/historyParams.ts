@@ -2,7 +2,7 @@
 import type { Principal } from '../auth/Principal.js';
 import type { Identity } from '../wal/types.js';
 import { badRequest, unsupportedMediaType } from './HttpError.js';
-import { decodedBody, readAll } from './requestBody.js';
+import { type BodyPace, decodedBody, readAll } from './requestBody.js';
 import type { CoreRequest } from './types.js';
 
 /** A sequence number from a query or form field (a `#` in front is allowed). */
@@ -17,12 +17,24 @@ export function optionalSeq(value: string | null | undefined, name: string): num
   return value === null || value === undefined || value === '' ? undefined : seqParam(value, name);
 }
 
-/** The form or JSON fields of a small POST body. */
-export async function postFields(request: CoreRequest, idleMs: number): Promise<Record<string, unknown>> {
+/**
+ * The fields of a small POST body: JSON, or for the monitor's own pages (`forms: true`) a form.
+ * The JSON API takes JSON only: a content type a cross-site form cannot send without a CORS
+ * preflight, which this server never grants.
+ */
+export async function postFields(
+  request: CoreRequest,
+  pace: BodyPace,
+  options: { forms: boolean },
+): Promise<Record<string, unknown>> {
   const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  const body = (await readAll(decodedBody(request, { maxBytes: 64 * 1024, idleMs }, 'the request'))).toString(
-    'utf8',
-  );
+  if (type !== 'application/json' && !(options.forms && type === 'application/x-www-form-urlencoded'))
+    throw unsupportedMediaType(
+      options.forms ? 'narwal: send application/json (or a form)' : 'narwal: send application/json',
+    );
+  const body = (
+    await readAll(decodedBody(request, { maxBytes: 64 * 1024, ...pace }, 'the request'))
+  ).toString('utf8');
   if (type === 'application/json') {
     try {
       const parsed: unknown = JSON.parse(body);
@@ -33,8 +45,7 @@ export async function postFields(request: CoreRequest, idleMs: number): Promise<
       throw badRequest('narwal: the body must be a JSON object');
     }
   }
-  if (type === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(body));
-  throw unsupportedMediaType('narwal: send application/json (or a form)');
+  return Object.fromEntries(new URLSearchParams(body));
 }
 
 export function stringField(fields: Record<string, unknown>, name: string): string | undefined {
@@ -53,24 +64,4 @@ export function identityOf(principal: Principal, request: CoreRequest): Identity
     ...(request.headers['user-agent'] ? { agent: request.headers['user-agent'].slice(0, 200) } : {}),
     ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),
   };
-}
-
-/**
- * A browser sends the user's Basic credentials with any request to this host, including a form
- * another site submits: a state-changing request must come from this host's own pages.
- */
-export function requireSameOrigin(request: CoreRequest): void {
-  const site = request.headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin' && site !== 'none')
-    throw badRequest('narwal: cross-site requests cannot change anything');
-  const origin = request.headers.origin;
-  if (origin !== undefined && origin !== 'null') {
-    let host: string;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      throw badRequest('narwal: malformed Origin header');
-    }
-    if (host !== request.headers.host) throw badRequest('narwal: cross-site requests cannot change anything');
-  }
 }

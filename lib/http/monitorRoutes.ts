@@ -24,17 +24,11 @@ import {
 } from '../monitor/pages.js';
 import type { RepoIndex } from '../wal/types.js';
 import { baseUrl } from './baseUrl.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { htmlPage } from './errorResponse.js';
 import { badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
 import { type HistoryRouteDeps, readable, readableRepos } from './historyAccess.js';
-import {
-  identityOf,
-  optionalSeq,
-  postFields,
-  requireSameOrigin,
-  seqParam,
-  stringField,
-} from './historyParams.js';
+import { identityOf, optionalSeq, postFields, seqParam, stringField } from './historyParams.js';
 import { repoFromPath } from './repoPath.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -65,7 +59,7 @@ export async function loginPage(principal: Principal | null): Promise<CoreRespon
 }
 
 function redirect(location: string): CoreResponse {
-  return { status: 303, headers: { location, 'cache-control': 'no-cache' }, body: Buffer.alloc(0) };
+  return { status: 303, headers: { location, ...NOT_STORED }, body: Buffer.alloc(0) };
 }
 
 export async function repoListRoute(
@@ -97,10 +91,9 @@ export async function monitorRoute(
   const ctx = context(deps, request, principal);
   const { history } = deps;
   if (action === 'rewind' && request.method === 'POST') {
-    requireSameOrigin(request);
     const loaded = await readable(deps, repo, principal);
     authorizeRewind(principal, loaded.index);
-    const fields = await postFields(request, deps.bodyIdleMs);
+    const fields = await postFields(request, deps.bodyPace, { forms: true });
     const refs = stringField(fields, 'refs');
     const result = await history.rewind(repo, seqParam(stringField(fields, 'to'), 'to'), {
       who: identityOf(principal as Principal, request),
@@ -149,7 +142,7 @@ export async function monitorRoute(
 }
 
 function context(deps: HistoryRouteDeps, request: CoreRequest, principal: Principal | null): PageContext {
-  return { user: principal?.name ?? null, publicUrl: baseUrl(deps.publicUrl, request) };
+  return { user: principal?.name ?? null, publicUrl: baseUrl(deps, request) };
 }
 
 /** A rewind needs write access; a reader is told so in those words rather than "may not push". */

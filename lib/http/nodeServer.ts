@@ -130,6 +130,9 @@ async function serve(
     body: req,
     requestId: randomBytes(8).toString('hex'),
     ...(req.socket.remoteAddress ? { remoteAddress: req.socket.remoteAddress } : {}),
+    ...(req.socket.localAddress && req.socket.localPort
+      ? { localAddress: req.socket.localAddress, localPort: req.socket.localPort }
+      : {}),
   };
   const response = await handler(request);
   res.writeHead(response.status, response.headers);

@@ -14,15 +14,16 @@ import { type ProtectionChange, parseRefPattern, parseRule, parseRules } from '.
 import { InvalidRepoName, parseRepoName } from '../repoName.js';
 import type { Publisher } from '../wal/Publisher.js';
 import type { Wal } from '../wal/Wal.js';
+import { NOT_STORED } from './cachePolicy.js';
 import { badRequest, methodNotAllowed, unsupportedMediaType } from './HttpError.js';
-import { decodedBody } from './requestBody.js';
+import { type BodyPace, decodedBody } from './requestBody.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
 export interface ProtectionRouteDeps {
   readonly wal: Wal;
   readonly publisher: Publisher;
-  /** A request body that pauses longer than this is cut off with 408. */
-  readonly bodyIdleMs: number;
+  /** How a request body must keep arriving (else 408). */
+  readonly bodyPace: BodyPace;
 }
 
 const PATH = /^\/api\/v1\/repos\/(.+)\/-\/protection$/;
@@ -48,7 +49,7 @@ export async function protectionRoute(
     throw methodNotAllowed('narwal: use GET, PUT or DELETE on protection');
   const loaded = await deps.wal.readIndex(repo);
   authorize(principal, repo, 'admin', { public: loaded?.index.public ?? false });
-  const change = request.method === 'PUT' ? await putChange(request, deps.bodyIdleMs) : deleteChange(request);
+  const change = request.method === 'PUT' ? await putChange(request, deps.bodyPace) : deleteChange(request);
   const who = {
     token: principal?.name ?? 'anonymous',
     ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
@@ -59,11 +60,11 @@ export async function protectionRoute(
   return json(200, await changeProtection(deps.publisher, repo, change, who));
 }
 
-async function putChange(request: CoreRequest, idleMs: number): Promise<ProtectionChange> {
+async function putChange(request: CoreRequest, pace: BodyPace): Promise<ProtectionChange> {
   const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') throw unsupportedMediaType('narwal: send the rules as application/json');
   const chunks: Buffer[] = [];
-  for await (const chunk of decodedBody(request, { maxBytes: MAX_BODY_BYTES, idleMs }, 'the rules'))
+  for await (const chunk of decodedBody(request, { maxBytes: MAX_BODY_BYTES, ...pace }, 'the rules'))
     chunks.push(Buffer.from(chunk as Buffer));
   let body: unknown;
   try {
@@ -99,7 +100,7 @@ function repoOf(path: string): string {
 function json(status: number, value: unknown): CoreResponse {
   return {
     status,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-cache' },
+    headers: { 'content-type': 'application/json', ...NOT_STORED },
     body: Buffer.from(`${JSON.stringify(value)}\n`),
   };
 }

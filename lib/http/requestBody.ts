@@ -1,21 +1,30 @@
 /**
  * The request body as git sent it: decompressed when gzip'd, cut off at a configured size, and
- * cut off when the client stops sending (a slow-loris upload must not hold a git process, its
- * slot and a read lease until the whole-request timeout).
+ * cut off when the client stops sending or sends too slowly (a slow-loris upload must not hold a
+ * git process, its slot and a read lease until the whole-request timeout).
  */
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { badRequest, HttpError, payloadTooLarge, requestTimeout, unsupportedMediaType } from './HttpError.js';
+import type { Reservation } from './MemoryBudget.js';
 import type { CoreRequest } from './types.js';
 
-export interface BodyLimits {
-  readonly maxBytes: number;
-  /** Longest pause allowed between two chunks while the server is waiting for the client. */
+/** How a client must keep sending a body while the server waits for it. */
+export interface BodyPace {
+  /** Longest pause allowed between two chunks while the server is waiting for the client... */
   readonly idleMs: number;
+  /** ...and the least rate, over each `idleMs` of such waiting (0: no minimum). */
+  readonly minBytesPerSecond: number;
+}
+
+export interface BodyLimits extends BodyPace {
+  readonly maxBytes: number;
+  /** The clock the rate is measured with (milliseconds). */
+  readonly now?: () => number;
 }
 
 export function decodedBody(request: CoreRequest, limits: BodyLimits, what: string): Readable {
-  const { maxBytes, idleMs } = limits;
+  const { maxBytes, idleMs, minBytesPerSecond } = limits;
   const declared = Number(request.headers['content-length'] ?? Number.NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(what, maxBytes);
   const encoding = (request.headers['content-encoding'] ?? '').trim().toLowerCase();
@@ -23,12 +32,19 @@ export function decodedBody(request: CoreRequest, limits: BodyLimits, what: stri
   if (!gzip && encoding !== '' && encoding !== 'identity') {
     throw unsupportedMediaType(`narwal: unsupported Content-Encoding ${JSON.stringify(encoding)}`);
   }
-  const idle = new IdleLimit(idleMs, () =>
-    requestTimeout(`narwal: ${what} stalled: nothing arrived for ${idleMs / 1000} s; retry`),
+  const pace = new PaceLimit(
+    { idleMs, minBytesPerSecond, now: limits.now ?? (() => performance.now()) },
+    {
+      stalled: () => requestTimeout(`narwal: ${what} stalled: nothing arrived for ${idleMs / 1000} s; retry`),
+      slow: () =>
+        requestTimeout(
+          `narwal: ${what} arrived too slowly: less than ${minBytesPerSecond} bytes/s over ${idleMs / 1000} s; retry`,
+        ),
+    },
   );
   const gunzip = gzip ? createGunzip() : undefined;
   const limit = new ByteLimit(maxBytes, () => tooLarge(what, maxBytes));
-  const stages: Transform[] = [idle, ...(gunzip ? [gunzip] : []), limit];
+  const stages: Transform[] = [pace, ...(gunzip ? [gunzip] : []), limit];
   // The first failure of any stage (or of the request) ends the body with one error a client can
   // read; every stage listens, so none is left with an unhandled 'error'. The request itself is
   // not destroyed: its socket must stay open for the answer.
@@ -36,7 +52,7 @@ export function decodedBody(request: CoreRequest, limits: BodyLimits, what: stri
   const fail = (error: Error) => {
     if (failed) return;
     failed = true;
-    request.body.unpipe(idle);
+    request.body.unpipe(pace);
     for (const stage of stages) if (stage !== limit) stage.destroy();
     limit.destroy(error instanceof HttpError ? error : clientFacing(error, gunzip !== undefined, what));
   };
@@ -88,20 +104,31 @@ class ByteLimit extends Transform {
 }
 
 /**
- * Fails when no chunk arrives for `idleMs` while the reader downstream is asking for more: the
- * clock runs only while the server waits for the client, never while git (or the disk) is the
- * slow side and back-pressure holds the client.
+ * Fails when no chunk arrives for `idleMs` while the reader downstream is asking for more, or when
+ * fewer than `minBytesPerSecond` arrive over a stretch of `idleMs` of such waiting: a client that
+ * trickles a byte now and then, just under the idle bound, would otherwise hold a git process, its
+ * slot and a read lease until the whole-request timeout. Both clocks run only while the server
+ * waits for the client, never while git (or the disk) is the slow side and back-pressure holds
+ * the client. Each stretch is judged on its own, so a fast start buys no later trickle.
  */
-export class IdleLimit extends Transform {
+export class PaceLimit extends Transform {
   #timer: NodeJS.Timeout | undefined;
   #done = false;
-  readonly #idleMs: number;
-  readonly #error: () => Error;
+  /** When the current wait for the client began; undefined while the server is not waiting. */
+  #waitingSince: number | undefined;
+  /** Waiting time and bytes of the stretch being measured. */
+  #stretchMs = 0;
+  #stretchBytes = 0;
+  readonly #pace: BodyPace & { readonly now: () => number };
+  readonly #errors: { readonly stalled: () => Error; readonly slow: () => Error };
 
-  constructor(idleMs: number, error: () => Error) {
+  constructor(
+    pace: BodyPace & { readonly now: () => number },
+    errors: { readonly stalled: () => Error; readonly slow: () => Error },
+  ) {
     super();
-    this.#idleMs = idleMs;
-    this.#error = error;
+    this.#pace = pace;
+    this.#errors = errors;
     this.#arm();
   }
 
@@ -112,6 +139,11 @@ export class IdleLimit extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.#disarm();
+    this.#stretchBytes += chunk.length;
+    if (this.#tooSlow()) {
+      callback(this.#errors.slow());
+      return;
+    }
     const wantsMore = this.push(chunk);
     callback();
     if (wantsMore) this.#arm();
@@ -129,22 +161,41 @@ export class IdleLimit extends Transform {
     callback(error);
   }
 
+  /** Judges a stretch once it holds `idleMs` of waiting, then starts the next one. */
+  #tooSlow(): boolean {
+    const { idleMs, minBytesPerSecond } = this.#pace;
+    if (minBytesPerSecond === 0 || this.#stretchMs < idleMs) return false;
+    const slow = this.#stretchBytes * 1000 < minBytesPerSecond * this.#stretchMs;
+    this.#stretchMs = 0;
+    this.#stretchBytes = 0;
+    return slow;
+  }
+
   #arm(): void {
     // Once the client has sent everything, only the server can be slow.
     if (this.#done || this.writableEnded || this.destroyed) return;
+    this.#waitingSince ??= this.#pace.now();
     this.#timer?.refresh();
-    this.#timer ??= setTimeout(() => this.destroy(this.#error()), this.#idleMs);
+    this.#timer ??= setTimeout(() => this.destroy(this.#errors.stalled()), this.#pace.idleMs);
   }
 
   #disarm(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    if (this.#waitingSince !== undefined) {
+      this.#stretchMs += this.#pace.now() - this.#waitingSince;
+      this.#waitingSince = undefined;
+    }
   }
 }
 
-/** A (bounded) body read whole. */
-export async function readAll(body: Readable): Promise<Buffer> {
+/** A (bounded) body read whole; each chunk is charged to `account` first, when given. */
+export async function readAll(body: Readable, account?: Reservation): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
+  for await (const chunk of body) {
+    const bytes = Buffer.from(chunk as Buffer);
+    account?.add(bytes.length);
+    chunks.push(bytes);
+  }
   return Buffer.concat(chunks);
 }

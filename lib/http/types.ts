@@ -13,6 +13,9 @@ export interface CoreRequest {
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly body: Readable;
   readonly remoteAddress?: string;
+  /** The address and port the request arrived on (this server's side of the connection). */
+  readonly localAddress?: string;
+  readonly localPort?: number;
   readonly requestId: string;
 }
 

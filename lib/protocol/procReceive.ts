@@ -180,6 +180,20 @@ function reportLine(result: ProcReceiveResult): Buffer {
   return encodePktLine(`${prefix}${oneLine(result.reason, room) || 'failed'}\n`);
 }
 
+/**
+ * Results are matched to commands by ref name (receive-pack itself finds a report's command by
+ * its ref), so two commands for one ref could not be told apart: such a run is refused before
+ * anything is decided, and receive-pack then fails every ref.
+ */
+function refuseDuplicates(commands: readonly ProcReceiveCommand[]): void {
+  const seen = new Set<string>();
+  for (const { ref } of commands) {
+    if (seen.has(ref))
+      throw new ProtocolError(`proc-receive: receive-pack sent ${printable(ref, 256)} more than once`);
+    seen.add(ref);
+  }
+}
+
 /** The results in command order: one per command, matched by ref, nothing extra. */
 function orderResults(commands: ProcReceiveCommand[], results: ProcReceiveResult[]): ProcReceiveResult[] {
   const pending = [...results];
@@ -228,6 +242,7 @@ export async function serveProcReceive(channel: Duplex, decide: ProcReceiveDecid
       Buffer.concat([encodePktLine(usePushOptions ? 'version=1\0push-options\n' : 'version=1\n'), FLUSH_PKT]),
     );
     const commands = (await readSection(source, 'the commands')).map(parseCommand);
+    refuseDuplicates(commands);
     const pushOptions = usePushOptions
       ? (await readSection(source, 'the push options')).map((line) => line.toString('utf8'))
       : [];

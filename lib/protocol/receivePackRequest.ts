@@ -22,6 +22,13 @@
  * with a leading space: "\0 report-status-v2 side-band-64k ..."); the ref name is the rest of
  * the line and is not checked here; push options are read only when the client asked for them
  * and the server advertised them. A body that is empty or only "0000" has no commands.
+ *
+ * One departure from git: a command list that names a ref twice is refused whole. git's CLI never
+ * sends one (it dies with "multiple updates for ref ... not allowed"); stock receive-pack applies
+ * such commands one at a time without `atomic` and fails them all with it. narwal decides a
+ * push's commands together and reports them by ref name (proc-receive), so a second command for
+ * a ref could be reported against the first: refusing the push is the only answer that can never
+ * differ from what is stored.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { ProtocolError, printable } from './ProtocolError.js';
@@ -52,6 +59,15 @@ export interface ReceivePackHeadLimits {
   pushOptionsAdvertised?: boolean;
 }
 
+/** A push whose command list names one ref more than once: refused whole, nothing changes. */
+export class DuplicateRef extends ProtocolError {
+  constructor(ref: Buffer | string) {
+    super(
+      `the push names ${printable(ref, 256)} more than once; each ref may be updated once per push, so nothing was changed`,
+    );
+  }
+}
+
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const OID_LENGTH_OF_FORMAT: Record<string, number> = { sha1: 40, sha256: 64 };
 
@@ -68,6 +84,8 @@ class HeadBuilder {
   readonly #capabilities: string[] = [];
   /** The same capabilities, for the duplicate check: a list scan made a 1 MiB head take minutes. */
   readonly #seenCapabilities = new Set<string>();
+  /** The refs named so far (as raw bytes): a ref named twice refuses the push. */
+  readonly #refs = new Set<string>();
   readonly #shallow: string[] = [];
   readonly #pushOptions: string[] = [];
   readonly #limits: ReceivePackHeadLimits;
@@ -124,10 +142,14 @@ class HeadBuilder {
     if (this.#commands.length >= this.#limits.maxCommands) {
       throw new ProtocolError(`too many ref updates in one push (the limit is ${this.#limits.maxCommands})`);
     }
+    const ref = command.subarray(secondSpace + 1);
+    const key = ref.toString('latin1');
+    if (this.#refs.has(key)) throw new DuplicateRef(ref);
+    this.#refs.add(key);
     this.#commands.push({
       oldOid: this.#oid(command.subarray(0, firstSpace), command),
       newOid: this.#oid(command.subarray(firstSpace + 1, secondSpace), command),
-      ref: command.subarray(secondSpace + 1).toString('utf8'),
+      ref: ref.toString('utf8'),
     });
   }
 

@@ -100,6 +100,20 @@ export function decideCommand(c: PushCommand, current: string): RefOutcome {
   return { ref: c.ref, ok: true, noop: false };
 }
 
+/**
+ * A push that names one ref twice is refused whole, whether atomic or not: its commands are
+ * decided together against one index and reported by ref name, so a second command for a ref
+ * could be reported against the first and an entry would record two updates of one ref. The
+ * receive-pack request parser refuses such a push first; this keeps every other caller honest.
+ */
+export function refusedForDuplicates(commands: readonly PushCommand[]): RefOutcome[] | null {
+  const seen = new Set<string>();
+  const twice = commands.find((c) => seen.size === seen.add(c.ref).size);
+  if (twice === undefined) return null;
+  const reason = `the push names ${twice.ref} more than once; nothing was changed`;
+  return commands.map((c): RefOutcome => ({ ref: c.ref, ok: false, reason }));
+}
+
 /** An atomic push with any refused command refuses all of them. */
 function failAtomically(outcomes: readonly RefOutcome[]): RefOutcome[] {
   return outcomes.map(
@@ -113,6 +127,8 @@ function failAtomically(outcomes: readonly RefOutcome[]): RefOutcome[] {
  * when some ref would be created, and the repository must be.
  */
 export function refusedOnEmptyRepo(commands: readonly PushCommand[], atomic: boolean): RefOutcome[] | null {
+  const duplicates = refusedForDuplicates(commands);
+  if (duplicates) return duplicates;
   const outcomes = commands.map((c) => decideCommand(c, ZERO_OID));
   const refused = atomic && outcomes.some((o) => !o.ok);
   if (!refused && outcomes.some((o) => o.ok && !o.noop)) return null;
@@ -369,6 +385,8 @@ export class Publisher {
           return { pending, outcomes: [], updates: [], publish: false, failure: error as Error };
         }
       }
+      const duplicates = refusedForDuplicates(pending.job.commands);
+      if (duplicates) return { pending, outcomes: duplicates, updates: [], publish: false };
       const outcomes: RefOutcome[] = [];
       const updates: RefUpdate[] = [];
       for (const c of pending.job.commands) {

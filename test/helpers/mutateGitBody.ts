@@ -2,7 +2,7 @@
  * fast-check arbitraries for hostile git request bodies: real captured bodies, mutated the ways a
  * broken or malicious client would (truncations, flipped bytes, lying pkt-line lengths, invalid
  * hex, a missing flush, NUL and space games in capability lists, invalid ref names and object
- * ids, spliced requests), and pkt-line streams built from scratch.
+ * ids, a ref named twice, spliced requests), and pkt-line streams built from scratch.
  */
 import fc from 'fast-check';
 
@@ -223,6 +223,21 @@ const packetMutation: fc.Arbitrary<Mutation> = fc.oneof(
       );
       return Buffer.concat([...packets, rest]);
     }),
+  // One command line repeated after the others, for the same ref, with the same or another new id
+  // (git's CLI never sends this; a crafted client may).
+  fc.tuple(fc.nat(), fc.boolean()).map(([n, sameNew]) => (b: Buffer) => {
+    const { packets, rest } = splitPackets(b);
+    const flush = packets.findIndex((p) => p.toString('latin1') === '0000');
+    const commands = packets.slice(0, flush < 0 ? packets.length : flush).filter((p) => p.length > 4);
+    const chosen = commands[n % Math.max(1, commands.length)];
+    if (chosen === undefined) return b;
+    const payload = chosen.subarray(4).toString('latin1');
+    const command = payload.split('\0')[0] ?? '';
+    const [oldOid = ZERO, newOid = ZERO, ...ref] = command.replace(/\n$/, '').split(' ');
+    const again = pkt(`${sameNew ? oldOid : newOid} ${sameNew ? newOid : '3'.repeat(40)} ${ref.join(' ')}\n`);
+    const at = flush < 0 ? packets.length : flush;
+    return Buffer.concat([...packets.slice(0, at), again, ...packets.slice(at), rest]);
+  }),
   // Many commands (each a valid-looking update of a distinct ref).
   fc.integer({ min: 1, max: 3000 }).map((count) => (b: Buffer) => {
     const { packets, rest } = splitPackets(b);

@@ -12,6 +12,10 @@ export interface RawRequest {
   readonly body?: readonly Buffer[];
   /** Pause between single bytes of the head and body; undefined writes each part at once. */
   readonly trickleMs?: number;
+  /** Write the head at once and trickle only the body (default: trickle both). */
+  readonly trickleBodyOnly?: boolean;
+  /** Closes the connection when aborted (the answer so far is reported). */
+  readonly signal?: AbortSignal;
   /** Write the head's ending blank line (false: headers that never end). */
   readonly endHeaders?: boolean;
   /** Give up after this long (a server that never answers fails the case). */
@@ -98,6 +102,7 @@ export function rawRequest(url: string, request: RawRequest): Promise<RawRespons
       });
     };
     const deadline = setTimeout(() => finish(false, true), request.deadlineMs);
+    request.signal?.addEventListener('abort', () => finish(true), { once: true });
     socket.on('data', (chunk: Buffer) => {
       received.push(chunk);
       finish(false);
@@ -112,7 +117,7 @@ export function rawRequest(url: string, request: RawRequest): Promise<RawRespons
       const parts = [head, ...(request.body ?? [])];
       for (const part of parts) {
         if (settled || socket.destroyed) return;
-        if (request.trickleMs === undefined) {
+        if (request.trickleMs === undefined || (request.trickleBodyOnly && part === head)) {
           socket.write(part);
           continue;
         }

@@ -50,6 +50,7 @@ const HOST_PATHS = [
   '/api/v1/repos',
   '/api/v1/nope',
   '/api/v1/tokens',
+  '/api/v1/tokens/0123456789abcdef',
   '/team/..%2fx.git/info/refs?service=git-upload-pack',
   '/team/../x.git/info/refs?service=git-upload-pack',
   '/bad name/x',

@@ -251,7 +251,7 @@ describe('the JSON API', () => {
           ...jsonPost({ to: 1 }),
           headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
         },
-        400,
+        403,
         'cross-site',
       ],
     ];

@@ -8,21 +8,26 @@
  * exactly the refs it reported `ok` may change.
  * Figures (cases, crashes, max latency per case, max RSS) are printed at the end.
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
+import { loadConfig } from '../../lib/config.js';
+import { jsonLogger } from '../../lib/log.js';
 import { ObjectPresenceStore } from '../../lib/presence/ObjectPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
+import type { GetOptions } from '../../lib/store/ObjectStore.js';
 import { indexKey } from '../../lib/wal/keys.js';
 import { type CapturedRequest, captureGitRequests } from '../helpers/captureGitRequests.js';
 import { FuzzFigures, fuzzParams, fuzzTimeout } from '../helpers/fuzz.js';
-import { git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { mutatedBody, oddRefName } from '../helpers/mutateGitBody.js';
-import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
+import { ADMIN_TOKEN, type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 import { gitReport, type RawRequest, type RawResponse, rawRequest } from '../helpers/rawHttp.js';
 
 const REPO = 'fuzz/target';
@@ -51,6 +56,8 @@ beforeAll(async () => {
       NARWAL_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
       NARWAL_REQUEST_TIMEOUT_MS: '20000',
       NARWAL_GIT_CHILDREN: String(GIT_CHILDREN),
+      // One token may take every slot here: the share of one client is probed on a server of its own.
+      NARWAL_GIT_SHARE: String(GIT_CHILDREN),
       NARWAL_GIT_QUEUE_MS: '0',
     },
   });
@@ -438,6 +445,8 @@ const apiPart = fc.constantFrom(
   '-',
   '%2d',
   'entries',
+  'tokens',
+  'target-reader',
 );
 const apiPrefix = fc.constantFrom(
   '/api/v1/repos/',
@@ -657,8 +666,25 @@ function pkt(line: string): Buffer {
   ]);
 }
 
-async function leases(): Promise<number> {
-  const presence = new ObjectPresenceStore({ store: new FsObjectStore(`${server.dataDir}/cache/presence`) });
+/** A pack of the objects `revs` name (as `git pack-objects --revs` reads them), as a push sends it. */
+async function packOf(dir: string, revs: readonly string[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', ['pack-objects', '--stdout', '--revs', '-q'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' },
+    });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.once('error', reject);
+    child.once('close', (code) =>
+      code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`git pack-objects exited ${code}`)),
+    );
+    child.stdin.end(`${revs.join('\n')}\n`);
+  });
+}
+
+async function leases(dataDir = server.dataDir): Promise<number> {
+  const presence = new ObjectPresenceStore({ store: new FsObjectStore(`${dataDir}/cache/presence`) });
   return (await presence.list(`repo#${REPO}`, 'lease#')).length;
 }
 
@@ -771,6 +797,525 @@ describe('hostile HTTP, case by case', () => {
     const after = await snapshot();
     expect(after.keys).toEqual(before.keys);
     expect(after.indexEtag).toBe(before.indexEtag);
+  });
+
+  it('refuses a push that names one ref twice, whole, with a clear message, and writes nothing', async () => {
+    const work = `${home}/duplicate-ref`;
+    await gitOk(['clone', '-q', `${server.authUrl}/${REPO}.git`, work], { home });
+    const b = await commitFile(work, home, 'dup-b.txt', 'b\n');
+    const c = await commitFile(work, home, 'dup-c.txt', 'c\n');
+    const main = (await gitOk(['rev-parse', 'origin/main'], { cwd: work, home })).trim();
+    const pack = await packOf(work, [c, `^${main}`]);
+    const zero = '0'.repeat(40);
+    const ref = 'refs/heads/duplicate';
+    // Stock receive-pack (git 2.39) applies such commands one by one without --atomic (the second
+    // create fails, a chained update lands) and fails both with it; narwal refuses the whole push.
+    const shapes = [
+      { kind: 'the same ref created twice', lines: [`${zero} ${b} ${ref}`, `${zero} ${c} ${ref}`] },
+      { kind: 'a chained update', lines: [`${zero} ${b} ${ref}`, `${b} ${c} ${ref}`] },
+      { kind: 'main moved twice', lines: [`${main} ${b} refs/heads/main`, `${main} ${c} refs/heads/main`] },
+    ];
+    for (const atomic of [false, true]) {
+      for (const shape of shapes) {
+        const before = await snapshot();
+        const [first = '', ...others] = shape.lines;
+        const caps = `report-status side-band-64k${atomic ? ' atomic' : ''}`;
+        const body = Buffer.concat([
+          pkt(`${first}\0${caps}`),
+          ...others.map((line) => pkt(line)),
+          Buffer.from('0000'),
+          pack,
+        ]);
+        const response = await rawRequest(server.url, {
+          head: head('POST', servicePath('git-receive-pack'), gitHeaders('git-receive-pack', body, false)),
+          body: [body],
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        const context = `${shape.kind}${atomic ? ', atomic' : ''}: ${response.status} ${response.body.toString()}`;
+        expect(response.status, context).toBe(400);
+        expect(response.headers['content-type'], context).toMatch(/^text\/plain/);
+        expect(response.body.toString(), context).toMatch(
+          /^narwal: .* names refs\/heads\/\S+ more than once/,
+        );
+        const after = await snapshot();
+        expect(after.keys, context).toEqual(before.keys);
+        expect(after.indexEtag, context).toBe(before.indexEtag);
+        expect(after.refs, context).toEqual(before.refs);
+      }
+    }
+  });
+
+  it('takes a rewind through the JSON API in JSON only, and never from another site', async () => {
+    const send = (headers: Record<string, string>, body: string) =>
+      rawRequest(server.url, {
+        head: head('POST', `/api/v1/repos/${REPO}/-/rewind`, {
+          Authorization: AUTH,
+          'Content-Length': String(Buffer.byteLength(body)),
+          ...headers,
+        }),
+        body: [Buffer.from(body)],
+        deadlineMs: CASE_DEADLINE_MS,
+      });
+    const cases: [string, Record<string, string>, string, number, RegExp][] = [
+      // A cross-site form can send this content type without a preflight.
+      [
+        'a form',
+        { 'Content-Type': 'application/x-www-form-urlencoded' },
+        'to=1',
+        415,
+        /send application\/json/,
+      ],
+      [
+        'a form, same site',
+        { 'Content-Type': 'application/x-www-form-urlencoded', Origin: 'http://127.0.0.1' },
+        'to=1',
+        415,
+        /send application\/json/,
+      ],
+      ['text/plain', { 'Content-Type': 'text/plain' }, '{"to":1}', 415, /send application\/json/],
+      // A sandboxed frame's form, or a page with a no-referrer policy, says Origin: null.
+      ['Origin: null', { 'Content-Type': 'application/json', Origin: 'null' }, '{"to":1}', 403, /cross-site/],
+      [
+        'Origin: null, form',
+        { 'Content-Type': 'application/x-www-form-urlencoded', Origin: 'null' },
+        'to=1',
+        403,
+        /cross-site/,
+      ],
+    ];
+    for (const [kind, headers, body, status, message] of cases) {
+      const before = await snapshot();
+      const response = await send(headers, body);
+      const text = response.body.toString();
+      expect(response.status, `${kind}: ${text}`).toBe(status);
+      expect(response.headers['content-type'], kind).toMatch(/^application\/json/);
+      expect((JSON.parse(text) as { error: string }).error, kind).toMatch(message);
+      const after = await snapshot();
+      expect(after.indexEtag, kind).toBe(before.indexEtag);
+      expect(after.keys, kind).toEqual(before.keys);
+    }
+  });
+
+  it('refuses every state-changing request from another site, before doing anything', async () => {
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+    const routes: [string, string, string, Buffer][] = [
+      [
+        'PUT',
+        `/api/v1/repos/${REPO}/-/protection`,
+        'application/json',
+        json({ rule: { pattern: 'refs/heads/main', denyForce: true } }),
+      ],
+      ['DELETE', `/api/v1/repos/${REPO}/-/protection`, '', Buffer.alloc(0)],
+      ['DELETE', `/api/v1/repos/${REPO}/-/protection?pattern=refs/heads/main`, '', Buffer.alloc(0)],
+      ['POST', `/api/v1/repos/${REPO}/-/rewind`, 'application/json', json({ to: 1 })],
+      [
+        'POST',
+        '/api/v1/tokens',
+        'application/json',
+        json({ name: 'csrf', grants: [{ scope: 'admin', pattern: '**' }] }),
+      ],
+      ['DELETE', '/api/v1/tokens/target-reader', '', Buffer.alloc(0)],
+      ['POST', `/${REPO}/-/rewind`, 'application/x-www-form-urlencoded', Buffer.from('to=1&expect=1')],
+      [
+        'POST',
+        servicePath('git-receive-pack'),
+        'application/x-git-receive-pack-request',
+        seeds('git-receive-pack')[0]?.body ?? Buffer.alloc(0),
+      ],
+    ];
+    const sites: Record<string, string>[] = [
+      { Origin: 'https://evil.example' },
+      { Origin: 'null' },
+      { Origin: 'http://127.0.0.1.evil.example' },
+      { 'Sec-Fetch-Site': 'cross-site' },
+      { 'Sec-Fetch-Site': 'same-site', Origin: 'http://127.0.0.1' },
+    ];
+    for (const [verb, path, type, body] of routes) {
+      for (const site of sites) {
+        const kind = `${verb} ${path} with ${JSON.stringify(site)}`;
+        const before = await snapshot();
+        const response = await rawRequest(server.url, {
+          head: head(verb, path, {
+            Authorization: AUTH,
+            ...(type ? { 'Content-Type': type } : {}),
+            'Content-Length': String(body.length),
+            ...site,
+          }),
+          body: [body],
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        expect(response.status, `${kind}: ${response.body.toString()}`).toBe(403);
+        expect(response.body.toString(), kind).toMatch(/narwal: cross-site requests cannot change anything/);
+        const after = await snapshot();
+        expect(after.indexEtag, kind).toBe(before.indexEtag);
+        expect(after.keys, kind).toEqual(before.keys);
+      }
+    }
+    // The same guard lets this host's own pages through: the rules as they are, set again, change nothing.
+    const same = json({ rules: [] });
+    const own = await rawRequest(server.url, {
+      head: head('PUT', `/api/v1/repos/${REPO}/-/protection`, {
+        Authorization: AUTH,
+        'Content-Type': 'application/json',
+        'Content-Length': String(same.length),
+        Origin: 'http://127.0.0.1',
+        'Sec-Fetch-Site': 'same-origin',
+      }),
+      body: [same],
+      deadlineMs: CASE_DEADLINE_MS,
+    });
+    expect(own.status, own.body.toString()).toBe(200);
+    expect(JSON.parse(own.body.toString())).toMatchObject({ repo: REPO, rules: [], entry: null });
+  });
+
+  it('costs an unknown token id what a wrong secret costs: one store read per cache life', async () => {
+    const reads: string[] = [];
+    class CountingStore extends FsObjectStore {
+      override get(key: string, options?: GetOptions) {
+        if (key.startsWith('auth/tokens/')) reads.push(key);
+        return super.get(key, options);
+      }
+    }
+    const dataDir = await tempDataDir();
+    const local = await startInProcess({ dataDir, store: new CountingStore(join(dataDir, 'store')) });
+    try {
+      const { token, info } = await local.app.tokens.create({
+        name: 'probe',
+        grants: [{ scope: 'read', pattern: REPO }],
+      });
+      const wrongSecret = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`;
+      const unknownId = token.replace(
+        info.id,
+        info.id.replace(/^./, (c) => (c === 'f' ? 'e' : 'f')),
+      );
+      for (let i = 0; i < 10; i++) {
+        for (const presented of [wrongSecret, unknownId]) {
+          const response = await rawRequest(local.url, {
+            head: head('GET', '/api/v1/repos', {
+              Authorization: `Basic ${Buffer.from(`x:${presented}`).toString('base64')}`,
+            }),
+            deadlineMs: CASE_DEADLINE_MS,
+          });
+          expect(response.status).toBe(401);
+          expect(response.body.toString()).toContain('invalid credentials');
+        }
+      }
+      expect(reads.filter((key) => key.includes(info.id))).toHaveLength(1);
+      expect(reads.filter((key) => !key.includes(info.id))).toHaveLength(1);
+    } finally {
+      await local.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('cuts off a push body trickled under the idle bound but below the minimum rate, freeing its slot', async () => {
+    const local = await startInProcess({
+      env: {
+        NARWAL_GIT_CHILDREN: '2',
+        NARWAL_GIT_SHARE: '2',
+        NARWAL_GIT_QUEUE_MS: '0',
+        NARWAL_BODY_IDLE_MS: '500',
+        NARWAL_BODY_MIN_RATE: '1000',
+      },
+    });
+    try {
+      const work = await workRepo(home, 1, 'trickle');
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main'], { cwd: work, home });
+      await local.app.idle();
+      const body = Buffer.concat([
+        pkt(`${'0'.repeat(40)} ${'1'.repeat(40)} refs/heads/trickle\0report-status`),
+        Buffer.from('0000PACK'),
+        Buffer.alloc(200, 0x78),
+      ]);
+      // As many as the node has git slots: a byte every 50 ms never trips the 500 ms idle bound.
+      const trickles = [1, 2].map(() =>
+        rawRequest(local.url, {
+          head: head('POST', servicePath('git-receive-pack'), gitHeaders('git-receive-pack', body, false)),
+          body: [body],
+          trickleMs: 50,
+          trickleBodyOnly: true,
+          deadlineMs: CASE_DEADLINE_MS,
+        }),
+      );
+      for (const response of await Promise.all(trickles)) {
+        expect(response.timedOut).toBe(false);
+        expect(response.status, response.body.toString()).toBe(408);
+        expect(response.headers['content-type']).toMatch(/^text\/plain/);
+        expect(response.body.toString()).toMatch(
+          /^narwal: the push arrived too slowly: less than 1000 bytes\/s over 0.5 s; retry/,
+        );
+      }
+      // Their git slots and leases came back: the next push is served.
+      expect(await eventually(async () => (await leases(local.dataDir)) === 0, 5_000)).toBe(true);
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/after'], {
+        cwd: work,
+        home,
+      });
+    } finally {
+      await local.stop();
+    }
+  });
+
+  it('lets one token hold only its share of the git slots, so other clients are still served', async () => {
+    const local = await startInProcess({
+      env: { NARWAL_GIT_CHILDREN: '4', NARWAL_GIT_QUEUE_MS: '0', NARWAL_BODY_IDLE_MS: '60000' },
+    });
+    const release = new AbortController();
+    try {
+      const work = await workRepo(home, 1, 'share');
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main'], { cwd: work, home });
+      await local.app.idle();
+      const other = await local.app.tokens.create({
+        name: 'other',
+        grants: [{ scope: 'write', pattern: REPO }],
+      });
+      const body = pkt(`${'0'.repeat(40)} ${'1'.repeat(40)} refs/heads/held\0report-status`);
+      const push = (extra: Partial<RawRequest>) =>
+        rawRequest(local.url, {
+          head: head('POST', servicePath('git-receive-pack'), {
+            ...gitHeaders('git-receive-pack', null, false),
+            'Content-Length': String(body.length + 1000),
+          }),
+          body: [body],
+          deadlineMs: CASE_DEADLINE_MS,
+          ...extra,
+        });
+      // The admin token holds three git processes (the default share of four) with bodies it never ends.
+      const held = [1, 2, 3].map(() => push({ signal: release.signal }));
+      expect(await eventually(async () => (await leases(local.dataDir)) === 3, 5_000)).toBe(true);
+      const fourth = await push({});
+      expect(fourth.status, fourth.body.toString()).toBe(503);
+      expect(fourth.headers['retry-after']).toBe('1');
+      expect(fourth.body.toString()).toMatch(
+        /^narwal: busy: this client already runs 3 git processes on this server; retry when one has finished/,
+      );
+      // Another token still gets the slot left.
+      const otherUrl = local.url.replace('://', `://x:${other.token}@`);
+      await gitOk(['push', '-q', `${otherUrl}/${REPO}.git`, 'main:refs/heads/other'], { cwd: work, home });
+      release.abort();
+      await Promise.all(held);
+      expect(await eventually(async () => (await leases(local.dataDir)) === 0, 5_000)).toBe(true);
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/again'], {
+        cwd: work,
+        home,
+      });
+    } finally {
+      release.abort();
+      await local.stop();
+    }
+  });
+
+  it('logs no token that a path carries percent-encoded, however it is encoded', async () => {
+    const lines: string[] = [];
+    const local = await startInProcess({
+      logger: jsonLogger({ write: (line) => lines.push(line), secrets: [ADMIN_TOKEN] }),
+    });
+    try {
+      const { token } = await local.app.tokens.create({
+        name: 'probe',
+        grants: [{ scope: 'read', pattern: '**' }],
+      });
+      const secret = token.slice(21);
+      const every = (text: string) =>
+        [...Buffer.from(text)].map((b) => `%${b.toString(16).padStart(2, '0').toUpperCase()}`).join('');
+      const paths = [
+        `/${every(token)}/info/refs?service=git-upload-pack`,
+        `/team/%6E${token.slice(1)}.git/info/refs?service=git-upload-pack`,
+        `/${token.replaceAll('_', '%5f')}`,
+        `/${every(token).replaceAll('%', '%25')}/git-upload-pack`,
+        `/api/v1/repos/${every(token)}/-/log`,
+        `/team/${every(ADMIN_TOKEN)}.git/info/refs?service=git-upload-pack`,
+      ];
+      for (const path of paths) {
+        const response = await rawRequest(local.url, {
+          head: head('GET', path, { Authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }),
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        expect(response.status, path).toBeGreaterThanOrEqual(400);
+      }
+      const logged = lines.join('');
+      expect(logged).toContain('"message":"request"');
+      let decoded = logged;
+      for (let round = 0; round < 3; round++)
+        decoded = decoded.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
+          Buffer.from(run.replaceAll('%', ''), 'hex').toString('latin1'),
+        );
+      for (const text of [secret, ADMIN_TOKEN]) expect(decoded).not.toContain(text);
+      for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    } finally {
+      await local.stop();
+    }
+  });
+
+  it('tells every cache not to keep what it answers behind credentials', async () => {
+    const reader = `Basic ${Buffer.from(`x:${targetReader}`).toString('base64')}`;
+    const fetchBody = seeds('git-upload-pack').find((r) => r.gitProtocol !== 'version=2')?.body;
+    const requests: [string, Record<string, string>, Buffer?][] = [
+      ['GET /api/v1/repos', { Authorization: AUTH }],
+      [`GET /api/v1/repos/${REPO}`, { Authorization: AUTH }],
+      [`GET /api/v1/repos/${REPO}/-/log`, { Authorization: reader }],
+      [`GET /api/v1/repos/${REPO}/-/protection`, { Authorization: AUTH }],
+      [`GET /api/v1/repos/${VAULT}`, { Authorization: reader }],
+      [`GET /${REPO}`, { Authorization: AUTH, Accept: 'text/html' }],
+      [`GET /${REPO}/-/entry/1`, { Authorization: reader, Accept: 'text/html' }],
+      ['GET /', { Authorization: AUTH, Accept: 'text/html' }],
+      [`GET /${VAULT}`, { Authorization: reader, Accept: 'text/html' }],
+      [`GET /${REPO}.git/info/refs?service=git-upload-pack`, { Authorization: AUTH }],
+      [`GET /${REPO}.git/info/refs?service=git-receive-pack`, { Authorization: AUTH }],
+      [
+        `POST ${servicePath('git-upload-pack')}`,
+        { ...gitHeaders('git-upload-pack', fetchBody ?? null, false) },
+        fetchBody,
+      ],
+    ];
+    for (const [line, headers, body] of requests) {
+      const [verb = 'GET', path = '/'] = line.split(' ');
+      const response = await rawRequest(server.url, {
+        head: head(verb, path, headers),
+        ...(body ? { body: [body] } : {}),
+        deadlineMs: CASE_DEADLINE_MS,
+      });
+      const policy = response.headers['cache-control'] ?? '';
+      expect(response.status, line).toBeLessThan(500);
+      expect(policy, `${line} (${response.status})`).toMatch(/\bprivate\b/);
+      expect(policy, `${line} (${response.status})`).toMatch(/\bno-store\b/);
+      expect(policy, line).not.toMatch(/public|must-revalidate|s-maxage/);
+    }
+  });
+
+  it('names only its own address in clone URLs and links, whatever Host a client sends', async () => {
+    const port = new URL(server.url).port;
+    const ask = (path: string, host: string, extra: Record<string, string> = {}) =>
+      rawRequest(server.url, {
+        head: [
+          `GET ${path} HTTP/1.1`,
+          `Host: ${host}`,
+          'Connection: close',
+          `Authorization: ${AUTH}`,
+          ...Object.entries(extra).map(([k, v]) => `${k}: ${v}`),
+        ].join('\r\n'),
+        deadlineMs: CASE_DEADLINE_MS,
+      });
+    for (const host of ['evil.example', 'evil.example:8080', '127.0.0.1.evil.example', `localhost:${port}`]) {
+      const answers = [
+        await ask('/', host),
+        await ask(`/api/v1/repos/${REPO}`, host),
+        await ask(`/${REPO}`, host, { Accept: 'text/html' }),
+        await ask('/', host, { Accept: 'text/html' }),
+      ];
+      for (const [i, answer] of answers.entries()) {
+        const text = answer.body.toString();
+        expect(answer.status, text).toBe(200);
+        expect(text, host).not.toContain(host);
+        // The repository list shows a URL only when it is empty.
+        if (i < 3) expect(text, host).toContain(`http://127.0.0.1:${port}`);
+      }
+      const api = JSON.parse(answers[1]?.body.toString() ?? '{}') as { cloneUrl: string };
+      expect(api.cloneUrl).toBe(`http://127.0.0.1:${port}/${REPO}.git`);
+    }
+  });
+
+  it('names a host of NARWAL_ALLOWED_HOSTS when the client used it, and its own address otherwise', async () => {
+    const local = await startInProcess({
+      env: { NARWAL_ALLOWED_HOSTS: 'git.example.test, Mirror.example.test:8443' },
+    });
+    try {
+      const port = new URL(local.url).port;
+      const cloneUrl = async (host: string) => {
+        const answer = await rawRequest(local.url, {
+          head: [`GET / HTTP/1.1`, `Host: ${host}`, 'Connection: close'].join('\r\n'),
+          deadlineMs: CASE_DEADLINE_MS,
+        });
+        return /git clone (\S+)\/OWNER\/NAME\.git/.exec(answer.body.toString())?.[1];
+      };
+      expect(await cloneUrl('git.example.test')).toBe('http://git.example.test');
+      expect(await cloneUrl('GIT.example.test')).toBe('http://git.example.test');
+      expect(await cloneUrl('mirror.example.test:8443')).toBe('http://mirror.example.test:8443');
+      expect(await cloneUrl('mirror.example.test')).toBe(`http://127.0.0.1:${port}`);
+      expect(await cloneUrl('git.example.test:80')).toBe(`http://127.0.0.1:${port}`);
+      expect(await cloneUrl('evil.example')).toBe(`http://127.0.0.1:${port}`);
+    } finally {
+      await local.stop();
+    }
+  });
+
+  it('will not send webhooks to the instance metadata service, loopback or private ranges', () => {
+    const urls = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://localhost:9/x',
+      'http://[::1]/x',
+      'http://10.0.0.8/x',
+    ];
+    for (const url of urls) {
+      expect(() =>
+        loadConfig({ NARWAL_WEBHOOK_URL: url, NARWAL_WEBHOOK_SECRET: 'a-webhook-secret-of-some-length' }),
+      ).toThrow(/^NARWAL_WEBHOOK_URL points at a loopback, link-local or private address/);
+    }
+  });
+
+  it('bounds the fetch requests held in memory, in all and per client', async () => {
+    const KIB = 1024;
+    const local = await startInProcess({
+      env: {
+        NARWAL_MAX_FETCH_REQUEST_BYTES: String(64 * KIB),
+        NARWAL_FETCH_MEMORY_BYTES: String(100 * KIB),
+        NARWAL_FETCH_MEMORY_SHARE_BYTES: String(60 * KIB),
+        NARWAL_BODY_IDLE_MS: '60000',
+      },
+    });
+    const release = new AbortController();
+    try {
+      const work = await workRepo(home, 1, 'fetch-memory');
+      await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main'], { cwd: work, home });
+      await local.app.idle();
+      const tokens = await Promise.all(
+        ['b', 'c'].map((name) =>
+          local.app.tokens.create({ name, grants: [{ scope: 'read', pattern: REPO }] }),
+        ),
+      );
+      const as = (token: string) => `Basic ${Buffer.from(`x:${token}`).toString('base64')}`;
+      // A fetch request that declares 60 KiB, sends 40 KiB and then holds on.
+      const held = (authorization: string, signal?: AbortSignal) =>
+        rawRequest(local.url, {
+          head: head('POST', servicePath('git-upload-pack'), {
+            ...gitHeaders('git-upload-pack', null, false),
+            Authorization: authorization,
+            'Content-Length': String(60 * KIB),
+          }),
+          body: [Buffer.alloc(40 * KIB, 0x30)],
+          deadlineMs: CASE_DEADLINE_MS,
+          ...(signal ? { signal } : {}),
+        });
+      const busy = (response: RawResponse) => {
+        expect(response.status, response.body.toString()).toBe(503);
+        expect(response.headers['retry-after']).toBe('1');
+        return response.body.toString();
+      };
+      const holding = (bytes: number) => eventually(async () => local.app.requestMemory.held >= bytes, 5_000);
+      const first = held(AUTH, release.signal);
+      expect(await holding(40 * KIB)).toBe(true);
+      // The same client's second one would hold 80 KiB: over its share of 60.
+      expect(busy(await held(AUTH))).toMatch(/^narwal: busy: this client's fetch requests already hold/);
+      const second = held(as(tokens[0]?.token ?? ''), release.signal);
+      expect(await holding(80 * KIB)).toBe(true);
+      // Another client's would make 120 KiB in all: over the node's 100.
+      expect(busy(await held(as(tokens[1]?.token ?? '')))).toMatch(
+        /^narwal: busy: too many fetch requests are being read at once/,
+      );
+      expect(local.app.requestMemory.held).toBe(80 * KIB);
+      release.abort();
+      await Promise.all([first, second]);
+      // Once they are gone their memory is free again: a real fetch is served.
+      expect(await eventually(async () => local.app.requestMemory.held === 0, 5_000)).toBe(true);
+      const clone = join(await mkdtemp(join(tmpdir(), 'narwal-fetch-memory-')), 'c');
+      await gitOk(
+        ['clone', '-q', `${local.url.replace('://', `://x:${tokens[1]?.token}@`)}/${REPO}.git`, clone],
+        { home },
+      );
+    } finally {
+      release.abort();
+      await local.stop();
+    }
   });
 
   it('creates no repository for a push that is refused', async () => {

@@ -1,7 +1,8 @@
 /**
  * Secrets never reach a log: everything two real `narwal serve` processes print (their banner
  * and every log line, with request logging on) through pushes, clones and fetches with tokens
- * in the URL, failed authentication of every kind, tokens typed into the path, a revoked token,
+ * in the URL, failed authentication of every kind, tokens typed into the path (plain and
+ * percent-encoded), a revoked token,
  * and a node whose store fails while it checks a token.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -71,7 +72,15 @@ describe('secrets in logs', () => {
     // A read token that tries to push, and secrets typed where a repository name goes.
     const push = await git(['push', withToken(node.url, reader, 'team/app'), 'main:y'], { cwd: work, home });
     expect(push.stderr).toContain('may not push');
-    for (const path of [`/${writer}/info/refs`, `/team/${ADMIN_TOKEN}.git/info/refs`, `/${writer}`]) {
+    const encoded = (text: string) => [...Buffer.from(text)].map((b) => `%${b.toString(16)}`).join('');
+    for (const path of [
+      `/${writer}/info/refs`,
+      `/team/${ADMIN_TOKEN}.git/info/refs`,
+      `/${writer}`,
+      `/${encoded(writer)}/info/refs`,
+      `/team/${encoded(ADMIN_TOKEN)}.git/info/refs`,
+      `/team/%6E${writer.slice(1).replaceAll('_', '%5F')}.git/info/refs`,
+    ]) {
       const response = await fetch(`${node.url}${path}?service=git-upload-pack`, {
         headers: { authorization: `Basic ${Buffer.from(`x:${reader}`).toString('base64')}` },
       });
@@ -97,8 +106,13 @@ describe('secrets in logs', () => {
     expect(requests.some((r) => String(r.path).includes('[redacted]'))).toBe(true);
     expect(printed).toContain('"message":"store unavailable"');
     expect(printed).toMatch(/injected 503 on get[^\n]*TokenStore/);
+    // Percent-encoded text is read decoded, as a person reading the log would.
+    const decoded = printed.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
+      Buffer.from(run.replaceAll('%', ''), 'hex').toString('latin1'),
+    );
     for (const secret of secrets) {
       expect(printed).not.toContain(secret);
+      expect(decoded).not.toContain(secret);
       expect(printed).not.toContain(Buffer.from(`someone:${secret}`).toString('base64'));
       expect(printed).not.toContain(encodeURIComponent(secret));
     }

@@ -2,6 +2,7 @@
  * `narwal token create|list|revoke` as an operator runs them, against the data directory of a
  * running server: the secret is printed once, listings never show it, and scripts get JSON.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,6 +120,30 @@ describe('narwal token', () => {
       (t: { name: string }) => t.name,
     );
     expect(names).toEqual(['twin', 'twin']);
+  });
+
+  it('never makes an admin token of its own when NARWAL_ADMIN_TOKEN is not set', async () => {
+    const unset = { NARWAL_ADMIN_TOKEN: '' };
+    const file = join(dataDir, 'admin-token');
+    expect(existsSync(file)).toBe(false);
+    const created = await narwalCli(['token', 'create', 'no-admin', '--read', '**', '--json'], {
+      dataDir,
+      env: unset,
+    });
+    expect(created.code).toBe(0);
+    const { id } = JSON.parse(created.stdout) as { id: string };
+    for (const args of [
+      ['token', 'list'],
+      ['token', 'revoke', id],
+      ['repo', 'list'],
+      ['log', 'team/app'],
+    ]) {
+      expect((await narwalCli(args, { dataDir, env: unset })).code, args.join(' ')).toBe(0);
+    }
+    expect(existsSync(file)).toBe(false);
+    // The server's own admin token is still the only one.
+    const listed = JSON.parse((await cli('token', 'list', '--json')).stdout) as { name: string }[];
+    expect(listed.map((t) => t.name)).not.toContain('admin');
   });
 
   it.each([

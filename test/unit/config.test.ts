@@ -33,12 +33,17 @@ describe('loadConfig', () => {
       adminToken: undefined,
       tokenCacheMs: 5_000,
       publicUrl: undefined,
+      allowedHosts: [],
       maxPushBytes: 2 * 1024 ** 3,
       maxFetchRequestBytes: 64 * 1024 ** 2,
+      fetchMemoryBytes: 256 * 1024 ** 2,
+      fetchMemoryShareBytes: 128 * 1024 ** 2,
       headersTimeoutMs: 30_000,
       requestTimeoutMs: 15 * 60_000,
       bodyIdleMs: 30_000,
+      bodyMinRate: 1024,
       gitChildren: 64,
+      gitShare: 48,
       gitQueueMs: 0,
       packCache: true,
       quiet: false,
@@ -215,6 +220,7 @@ describe('loadConfig', () => {
       NARWAL_PUBLIC_URL: 'https://git.example',
       NARWAL_GIT_CHILDREN: '4',
       NARWAL_GIT_QUEUE_MS: '0',
+      NARWAL_BODY_MIN_RATE: '0',
     });
     expect(config).toMatchObject({
       quiet: true,
@@ -222,8 +228,23 @@ describe('loadConfig', () => {
       tokenCacheMs: 0,
       publicUrl: 'https://git.example',
       gitChildren: 4,
+      gitShare: 3,
       gitQueueMs: 0,
+      bodyMinRate: 0,
     });
+    expect(loadConfig({ NARWAL_GIT_CHILDREN: '1' }).gitShare).toBe(1);
+    expect(loadConfig({ NARWAL_GIT_CHILDREN: '21', NARWAL_GIT_SHARE: '21' }).gitShare).toBe(21);
+    expect(loadConfig({ NARWAL_ALLOWED_HOSTS: ' Git.Example:8080 , [::1]:80,x ' }).allowedHosts).toEqual([
+      'git.example:8080',
+      '[::1]:80',
+      'x',
+    ]);
+    expect(configError({ NARWAL_ALLOWED_HOSTS: 'a.example,http://b.example' }).message).toBe(
+      'NARWAL_ALLOWED_HOSTS: "http://b.example" is not a host or host:port',
+    );
+    expect(configError({ NARWAL_GIT_SHARE: '0' }).message).toBe(
+      'NARWAL_GIT_SHARE must be an integer between 1 and 10000, not "0"',
+    );
     expect(loadConfig({ NARWAL_ADMIN_TOKEN: '', NARWAL_PUBLIC_URL: '' })).toMatchObject({
       adminToken: undefined,
       publicUrl: undefined,

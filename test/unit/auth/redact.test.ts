@@ -30,6 +30,33 @@ describe('redactor', () => {
     expect(redact(input)).toBe(input);
   });
 
+  /** Every character as %XX, as a client may send any byte of a path. */
+  const encodeAll = (text: string) =>
+    [...Buffer.from(text)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+
+  it.each([
+    ['one letter encoded', `/%6E${TOKEN.slice(1)}/info/refs`],
+    ['the separators encoded', `/${TOKEN.replaceAll('_', '%5F')}/info/refs`],
+    ['every byte encoded', `/${encodeAll(TOKEN)}/info/refs`],
+    ['every byte encoded, lower and upper case', `/${encodeAll(TOKEN).replace(/%6e/g, '%6E')}`],
+    ['encoded twice', `/${encodeAll(TOKEN).replaceAll('%', '%25')}/x`],
+    ['a configured secret encoded', `/team/${encodeAll('configured-admin-secret')}.git/info/refs`],
+    ['a configured secret partly encoded', '/team/config%75red-admin-secret.git'],
+  ])('scrubs a secret percent-encoded in a path (%s)', (_what, input) => {
+    const out = redact(input);
+    let decoded = out;
+    for (let i = 0; i < 3; i++) decoded = decodeURIComponent(decoded.replace(/%(?![0-9a-fA-F]{2})/g, '%25'));
+    expect(decoded).not.toContain('s3cr3t');
+    expect(decoded).not.toContain('configured-admin-secret');
+    expect(decoded).toContain('[redacted]');
+  });
+
+  it('leaves percent-encoded text without a secret as it was', () => {
+    for (const input of ['/team/a%20b.git', '%zz%4', '/%2e%2e/x', 'caf%C3%A9 %E2%80%AE']) {
+      expect(redact(input)).toBe(input);
+    }
+  });
+
   it('ignores configured secrets too short to be told from text', () => {
     expect(redactor(['a', undefined])('a banana')).toBe('a banana');
   });
@@ -56,5 +83,15 @@ describe('jsonLogger', () => {
     });
     expect(first.path).toBe('/nwl_0123456789abcdef_[redacted]/info/refs');
     expect(lines).toHaveLength(2);
+  });
+
+  it('writes valid JSON without the secret when an encoded path holds quotes and a token', () => {
+    const lines: string[] = [];
+    const logger = jsonLogger({ write: (line) => lines.push(line) });
+    const path = `/%22${TOKEN.replaceAll('_', '%5f')}%22%5C/info/refs`;
+    logger.info('request', { path });
+    const logged = JSON.parse(lines[0] ?? '{}') as { path: string };
+    expect(decodeURIComponent(logged.path)).toBe('/"nwl_0123456789abcdef_[redacted]"\\/info/refs');
+    expect(lines.join('')).not.toContain('s3cr3t');
   });
 });

@@ -138,6 +138,41 @@ describe('find', () => {
     expect(ops).toEqual([`get ${tokenKey(info.id)}`, `get ${unknownIdKey}`]);
   });
 
+  it('trusts the absence of an id for cacheMs as it trusts a record: one read either way', async () => {
+    const { token, info } = await tokens().create(reader);
+    const ops: string[] = [];
+    const t = tokens({ cacheMs: 5_000, on: counting(store, ops) });
+    const wrongSecret = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`;
+    const unknownId = token.replace(
+      info.id,
+      info.id.replace(/^./, (c) => (c === 'f' ? 'e' : 'f')),
+    );
+    for (let i = 0; i < 5; i++) {
+      expect(await t.find(wrongSecret)).toBeNull();
+      expect(await t.find(unknownId)).toBeNull();
+      now += 900;
+    }
+    expect(ops).toEqual([`get ${tokenKey(info.id)}`, `get ${tokenKey(unknownId.slice(4, 20))}`]);
+    // Past cacheMs both are read again, so a token created meanwhile on another node works.
+    now += 500;
+    expect(await t.find(wrongSecret)).toBeNull();
+    expect(await t.find(unknownId)).toBeNull();
+    expect(ops).toHaveLength(4);
+  });
+
+  it('keeps a bounded number of unknown ids, without evicting known tokens', async () => {
+    const { token } = await tokens().create(reader);
+    const ops: string[] = [];
+    const t = new TokenStore(counting(store, ops), ADMIN, { cacheMs: 60_000, maxUnknownIds: 2, now: clock });
+    expect(await t.find(token)).not.toBeNull();
+    const unknown = (n: number) => `nwl_${n.toString(16).padStart(16, '0')}_${'A'.repeat(43)}`;
+    for (const n of [1, 2, 3, 1, 1]) expect(await t.find(unknown(n))).toBeNull();
+    // 1 was dropped for 3 and read again, then kept; the known token was never dropped.
+    expect(ops.filter((op) => op.endsWith('0000000000000001.json'))).toHaveLength(2);
+    expect(await t.find(token)).not.toBeNull();
+    expect(ops.filter((op) => op.startsWith('get '))).toHaveLength(5);
+  });
+
   it('knows the configured admin token, compared the same way', async () => {
     const t = tokens();
     expect(await t.find(ADMIN)).toEqual({

@@ -102,4 +102,50 @@ describe('GitBudget', () => {
     slot();
     expect(budget.running).toBe(0);
   });
+
+  it('lets one owner hold at most its share of the slots, the rest staying for others', async () => {
+    const budget = new GitBudget(4, 0, 3);
+    const mine = await Promise.all([budget.acquire('a'), budget.acquire('a'), budget.acquire('a')]);
+    const error = await budget.acquire('a').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(Busy);
+    expect((error as Busy).message).toBe(
+      'narwal: busy: this client already runs 3 git processes on this server; retry when one has finished',
+    );
+    const theirs = await budget.acquire('b');
+    expect(budget.running).toBe(4);
+    mine[0]?.();
+    const again = await budget.acquire('a');
+    expect(budget.running).toBe(4);
+    for (const release of [again, theirs, ...mine]) release();
+    expect(budget.running).toBe(0);
+  });
+
+  it('counts work with no owner against the total only', async () => {
+    const budget = new GitBudget(3, 0, 1);
+    const background = await Promise.all([budget.acquire(), budget.acquire()]);
+    const a = await budget.acquire('a');
+    await expect(budget.acquire('b')).rejects.toThrow('server busy (3 git processes running)');
+    for (const release of [a, ...background]) release();
+  });
+
+  it('hands a freed slot to the first waiter whose owner is under its share', async () => {
+    const budget = new GitBudget(2, 1000, 1);
+    const a = await budget.acquire('a');
+    const b = await budget.acquire('b');
+    const moreA = budget.acquire('a');
+    const c = budget.acquire('c');
+    b();
+    // c is granted although a waited longer: a still holds its one slot.
+    const slotC = await c;
+    expect(await settled(moreA)).toBe(false);
+    a();
+    const slotA = await moreA;
+    expect(budget.running).toBe(2);
+    slotA();
+    slotC();
+    expect(budget.running).toBe(0);
+  });
 });

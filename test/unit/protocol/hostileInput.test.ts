@@ -248,6 +248,8 @@ describe('the receive-pack command parser', () => {
           for (const oid of oids) expect(oid).toMatch(OID);
           expect(new Set(oids.map((o) => o.length)).size).toBeLessThanOrEqual(1);
           expect(new Set(head.capabilities).size).toBe(head.capabilities.length);
+          // No accepted push names a ref twice (its commands are decided and reported by ref).
+          expect(new Set(head.commands.map((c) => c.ref)).size).toBe(head.commands.length);
           // The streaming parser passes every byte through and sees the same head.
           expect(streamed.error).toBeUndefined();
           sameBytes(streamed.passed, bytes);

@@ -194,6 +194,21 @@ describe('serveProcReceive', () => {
     expect(channel.destroyed).toBe(true);
   });
 
+  it('refuses commands that name one ref twice before deciding anything', async () => {
+    const { channel, toHook } = relay();
+    const decide = vi.fn(acceptAll);
+    const served = serveProcReceive(channel, decide);
+    toHook.write(
+      bytes(
+        `000eversion=1\n0000${'0065'}${ZERO} ${NEW} refs/heads/main${'0065'}${NEW} ${OLD} refs/heads/main0000`,
+      ),
+    );
+    await expect(served).rejects.toThrow(ProtocolError);
+    await expect(served).rejects.toThrow('proc-receive: receive-pack sent refs/heads/main more than once');
+    expect(decide).not.toHaveBeenCalled();
+    expect(channel.destroyed).toBe(true);
+  });
+
   it('refuses results that do not match the commands', async () => {
     const input = `000eversion=1\n0000${'0065'}${ZERO} ${NEW} refs/heads/main0000`;
     const missing = relay();

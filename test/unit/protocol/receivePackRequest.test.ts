@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
 import { ProtocolError } from '../../../lib/protocol/ProtocolError.js';
 import {
+  DuplicateRef,
   parseReceivePackHead,
   type ReceivePackHead,
   type ReceivePackHeadLimits,
@@ -164,6 +165,40 @@ describe('parseReceivePackHead', () => {
       'receive-pack request head exceeds 313 bytes',
     );
     expect(parseReceivePackHead(capturedPush, { maxHeadBytes: 314 }).head.headBytes).toBe(314);
+  });
+});
+
+describe('a push naming one ref twice', () => {
+  const OTHER = '8d3c1e8a2f1b0c9d7e6f5a4b3c2d1e0f9a8b7c6d';
+  const line = (text: string) => `${(Buffer.byteLength(text) + 4).toString(16).padStart(4, '0')}${text}`;
+  const twice = [
+    ['created twice', `${ZERO} ${NEW} refs/heads/x`, `${ZERO} ${OTHER} refs/heads/x`],
+    ['a chained update', `${ZERO} ${NEW} refs/heads/x`, `${NEW} ${OTHER} refs/heads/x`],
+    ['the same command again', `${ZERO} ${NEW} refs/heads/x`, `${ZERO} ${NEW} refs/heads/x`],
+  ] as const;
+
+  it.each(twice)('is refused whole (%s), parsed or streamed', async (_what, first, second) => {
+    const body = bytes(`${line(`${first}\0report-status atomic`)}${line(`${second}\n`)}0000PACK`);
+    expect(() => parseReceivePackHead(body)).toThrow(DuplicateRef);
+    expect(() => parseReceivePackHead(body)).toThrow(
+      'the push names refs/heads/x more than once; each ref may be updated once per push, so nothing was changed',
+    );
+    const streamed = await runParser([...body].map((b) => Buffer.of(b)));
+    expect(streamed.error).toBeInstanceOf(DuplicateRef);
+    expect(streamed.heads).toEqual([]);
+    // git never sees a complete command list.
+    expect(streamed.out.length).toBeLessThan(body.indexOf('0000PACK'));
+  });
+
+  it('tells refs apart byte for byte', () => {
+    const body = bytes(
+      `${line(`${ZERO} ${NEW} refs/heads/x\0report-status`)}${line(`${ZERO} ${NEW} refs/heads/X`)}${line(`${ZERO} ${NEW} refs/heads/x/y`)}0000`,
+    );
+    expect(parseReceivePackHead(body).head.commands.map((c) => c.ref)).toEqual([
+      'refs/heads/x',
+      'refs/heads/X',
+      'refs/heads/x/y',
+    ]);
   });
 });
 

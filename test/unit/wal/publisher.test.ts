@@ -170,6 +170,33 @@ describe('Publisher: single node', () => {
     expect(oidsOf(await fresh.allRefs(loaded.index))).toEqual({ 'refs/heads/main': oid(1) });
   });
 
+  it.each([false, true])(
+    'refuses a push naming one ref twice, whole, and writes nothing (atomic: %s)',
+    async (atomic) => {
+      const { store, publisher } = await setup();
+      await publisher.publish(push(REPO, [cmd('refs/heads/main', ZERO_OID, oid(1))]));
+      const keys = (await store.list('')).keys;
+      const before = await store.get('repos/alice/proj.git/index.json');
+      const reason = 'the push names refs/heads/dev more than once; nothing was changed';
+      for (const commands of [
+        [cmd('refs/heads/dev', ZERO_OID, oid(2)), cmd('refs/heads/dev', ZERO_OID, oid(3))],
+        [cmd('refs/heads/dev', ZERO_OID, oid(2)), cmd('refs/heads/dev', oid(2), oid(3))],
+        [
+          cmd('refs/heads/main', oid(1), oid(2)),
+          cmd('refs/heads/dev', ZERO_OID, oid(2)),
+          cmd('refs/heads/dev', ZERO_OID, oid(2)),
+        ],
+      ]) {
+        const result = await publisher.publish(push(REPO, commands, atomic));
+        expect(result.seq).toBeNull();
+        expect(result.outcomes.every((o) => !o.ok)).toBe(true);
+        expect(result.outcomes).toContainEqual({ ref: 'refs/heads/dev', ok: false, reason });
+      }
+      expect((await store.get('repos/alice/proj.git/index.json')).etag).toBe(before.etag);
+      expect((await store.list('')).keys).toEqual(keys);
+    },
+  );
+
   it('records an atomic push as one entry marked atomic', async () => {
     const { wal, publisher } = await setup();
     const result = await publisher.publish(
