@@ -10,13 +10,14 @@
  * API Gateway caches is valid for the other paths of the same caller too.
  */
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { createPresence, createStore, loadAdminToken } from '../lib/app.js';
+import { adminTokenOf, createPresence, createStore } from '../lib/app.js';
 import { TokenStore } from '../lib/auth/TokenStore.js';
 import { loadConfig } from '../lib/config.js';
 import { ChunkedPushNotes } from '../lib/http/chunkedPushes.js';
 import { GatewayAccess } from '../lib/http/gatewayAccess.js';
 import { createTransferRouter } from '../lib/http/transferRouter.js';
 import { jsonLogger } from '../lib/log.js';
+import { SecretsManagerClients } from '../lib/secrets/configuredSecret.js';
 import { Wal } from '../lib/wal/Wal.js';
 
 export interface AuthorizerContainer {
@@ -81,8 +82,12 @@ export function authorizerContainer(env: NodeJS.ProcessEnv = process.env): Autho
       access ??= (async () => {
         const config = loadConfig(env);
         const store = await createStore(config);
-        const adminToken = await loadAdminToken(config);
-        const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
+        const secrets = new SecretsManagerClients({
+          region: config.awsRegion,
+          endpoint: config.secretsManagerEndpoint,
+        });
+        const adminToken = await adminTokenOf(config, secrets);
+        const tokens = new TokenStore(store, adminToken.secret, { cacheMs: config.tokenCacheMs });
         const wal = new Wal(store);
         const logger = jsonLogger({ quiet: config.quiet, secrets: [adminToken.value] });
         const chunkedPushes =

@@ -34,6 +34,8 @@ import type { CoreHandler } from './http/types.js';
 import type { Logger } from './log.js';
 import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
 import type { PresenceStore } from './presence/PresenceStore.js';
+import { SecretsManagerClients } from './secrets/configuredSecret.js';
+import { fixedSecret, type Secret } from './secrets/Secret.js';
 import { FaultyObjectStore } from './store/FaultyObjectStore.js';
 import { FsObjectStore } from './store/FsObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
@@ -51,6 +53,7 @@ export interface App {
   readonly publisher: Publisher;
   readonly cache: RepoCache;
   readonly tokens: TokenStore;
+  /** The admin token: its value when the app started, and whether this start generated it. */
   readonly adminToken: { readonly value: string; readonly generated: boolean };
   readonly checkpointer: Checkpointer;
   readonly history: History;
@@ -129,7 +132,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const trace = config.traceDir !== undefined ? await openTrace(config.traceDir) : undefined;
   const untraced = options.store ?? (await createStore(config, logger));
   const store = trace ? new TracingObjectStore(untraced, 'store', trace.sink) : untraced;
-  const adminToken = await loadAdminToken(config);
+  const secrets = new SecretsManagerClients({
+    region: config.awsRegion,
+    endpoint: config.secretsManagerEndpoint,
+  });
+  const adminToken = await adminTokenOf(config, secrets);
   const home = join(config.dataDir, 'home');
   await mkdir(home, { recursive: true });
   const now = config.clockSkewMs === 0 ? Date.now : () => Date.now() + config.clockSkewMs;
@@ -148,7 +155,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const wal = new Wal(store);
   const sinks = await createEventSinks(
     config.events,
-    options.eventBridgeClient ? { eventBridgeClient: options.eventBridgeClient } : {},
+    options.eventBridgeClient ? { eventBridgeClient: options.eventBridgeClient, secrets } : { secrets },
   );
   const events =
     sinks.length === 0
@@ -200,7 +207,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const prewarm = await createPrewarmTrigger(config, logger, { cache, checkpointer }, options.lambdaClient);
   // The next fetch will want the generation of this index: start building it now.
   const afterPublish = (repo: string, loaded: LoadedIndex) => track(prewarm.trigger(repo, loaded));
-  const tokens = new TokenStore(store, adminToken.value, { cacheMs: config.tokenCacheMs });
+  const tokens = new TokenStore(store, adminToken.secret, { cacheMs: config.tokenCacheMs });
   const chunkedPushes =
     config.route?.chunkedPushes === 'pool'
       ? new ChunkedPushNotes({ presence, owner: node.id, now })
@@ -349,6 +356,23 @@ async function openTrace(
     gitDir,
     close: () => new Promise<void>((resolve) => out.end(resolve)),
   };
+}
+
+/**
+ * The admin token as narwal checks it: from Secrets Manager (NARWAL_ADMIN_TOKEN_SECRET_ID, read at
+ * start, so a deployment that cannot read it fails at once, and again as it rotates), or
+ * NARWAL_ADMIN_TOKEN, or the one this data directory generated on its first start.
+ */
+export async function adminTokenOf(
+  config: Config,
+  secrets: SecretsManagerClients,
+): Promise<{ secret: Secret; value: string; generated: boolean }> {
+  if (config.adminTokenSecretId !== undefined) {
+    const secret = await secrets.secret(config.adminTokenSecretId);
+    return { secret, value: await secret.current(), generated: false };
+  }
+  const loaded = await loadAdminToken(config);
+  return { secret: fixedSecret(loaded.value), ...loaded };
 }
 
 /** NARWAL_ADMIN_TOKEN, else the token this data directory generated on its first start. */

@@ -38,6 +38,12 @@ export interface Config {
   readonly storeLatencyMs: number;
   readonly storeFaults: readonly FaultRule[];
   readonly adminToken: string | undefined;
+  /** The admin token's secret in AWS Secrets Manager (name or ARN), read at run time instead. */
+  readonly adminTokenSecretId: string | undefined;
+  /** Secrets Manager endpoint override (tests; a VPC endpoint needs none with private DNS). */
+  readonly secretsManagerEndpoint: string | undefined;
+  /** The region of AWS services read at run time (Secrets Manager). */
+  readonly awsRegion: string;
   /** How long a node trusts a token record it read: revocation reaches every node within it. */
   readonly tokenCacheMs: number;
   readonly publicUrl: string | undefined;
@@ -80,7 +86,9 @@ export interface Config {
 export interface EventsConfig {
   readonly webhook: {
     readonly url: string;
-    readonly secret: string;
+    /** The signing key itself, or (secretId) its secret in AWS Secrets Manager, read at run time. */
+    readonly secret: string | undefined;
+    readonly secretId: string | undefined;
     readonly timeoutMs: number;
     /** Loopback, link-local and private addresses may be delivered to. */
     readonly allowPrivate: boolean;
@@ -246,6 +254,9 @@ export function loadConfig(
     storeLatencyMs: integer(env, 'NARWAL_STORE_LATENCY_MS', 0, 0, 60_000),
     storeFaults,
     adminToken: adminToken(env),
+    adminTokenSecretId: adminTokenSecretId(env),
+    secretsManagerEndpoint: optional(env, 'NARWAL_SECRETS_MANAGER_ENDPOINT'),
+    awsRegion: optional(env, 'AWS_REGION') ?? optional(env, 'AWS_DEFAULT_REGION') ?? 'us-east-1',
     tokenCacheMs: integer(env, 'NARWAL_TOKEN_CACHE_MS', 5_000, 0, 300_000),
     publicUrl: env.NARWAL_PUBLIC_URL || undefined,
     allowedHosts: allowedHosts(env),
@@ -301,8 +312,11 @@ function eventsConfig(env: Env): EventsConfig {
   const url = optional(env, 'NARWAL_WEBHOOK_URL');
   let webhook: EventsConfig['webhook'] = null;
   if (url !== undefined) {
-    const secret = env.NARWAL_WEBHOOK_SECRET ?? '';
-    if (secret.length < MIN_SECRET_LENGTH || /\s/.test(secret))
+    const secretId = optional(env, 'NARWAL_WEBHOOK_SECRET_ID');
+    const secret = secretId === undefined ? (env.NARWAL_WEBHOOK_SECRET ?? '') : undefined;
+    if (secretId !== undefined && env.NARWAL_WEBHOOK_SECRET)
+      throw new ConfigError('set NARWAL_WEBHOOK_SECRET or NARWAL_WEBHOOK_SECRET_ID, not both');
+    if (secret !== undefined && (secret.length < MIN_SECRET_LENGTH || /\s/.test(secret)))
       throw new ConfigError(
         `NARWAL_WEBHOOK_SECRET must be set with NARWAL_WEBHOOK_URL: at least ${MIN_SECRET_LENGTH} characters, no spaces`,
       );
@@ -310,6 +324,7 @@ function eventsConfig(env: Env): EventsConfig {
     webhook = {
       url: webhookUrl(url, allowPrivate),
       secret,
+      secretId,
       timeoutMs: integer(env, 'NARWAL_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
       allowPrivate,
     };
@@ -370,6 +385,14 @@ function allowedHosts(env: Env): string[] {
       );
     return host;
   });
+}
+
+/** Either the token itself or where to read it, not both: which one would count is not obvious. */
+function adminTokenSecretId(env: Env): string | undefined {
+  const id = optional(env, 'NARWAL_ADMIN_TOKEN_SECRET_ID');
+  if (id !== undefined && env.NARWAL_ADMIN_TOKEN)
+    throw new ConfigError('set NARWAL_ADMIN_TOKEN or NARWAL_ADMIN_TOKEN_SECRET_ID, not both');
+  return id;
 }
 
 /** Long enough to be unguessable, and to be scrubbed from logs without eating ordinary text. */

@@ -17,8 +17,11 @@ export async function serve(args: string[]): Promise<ExitCode> {
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(values.data !== undefined ? { dataDir: values.data } : {}),
   });
-  const logger = jsonLogger({ quiet: config.quiet, secrets: [config.adminToken] });
+  // The admin token read from Secrets Manager joins the secrets the logs are scrubbed of.
+  const secrets = [config.adminToken];
+  const logger = jsonLogger({ quiet: config.quiet, secrets });
   const app = await createApp(config, logger);
+  secrets.push(app.adminToken.value);
   const server = createNodeServer(app.handler, logger, {
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,

@@ -29,8 +29,7 @@ NARWAL_IMAGE=${ImageUri}
 NARWAL_UID=${PosixUid}
 NARWAL_GID=${PosixGid}
 ENV
-ADMIN_TOKEN=$(aws secretsmanager get-secret-value --region ${AWS::Region} --secret-id ${AdminTokenSecret} \
-  --query SecretString --output text)
+# Secrets by their ids only: narwal reads them at run time and follows their rotation.
 cat > /etc/narwal/narwal.env <<ENV
 NARWAL_STORE=s3
 NARWAL_S3_BUCKET=${LogBucket}
@@ -40,16 +39,14 @@ NARWAL_PRESENCE_TABLE=${PresenceTable}
 NARWAL_DATA=/tmp/narwal
 NARWAL_CACHE_DIR=/mnt/narwal/cache
 NARWAL_PUBLIC_URL=${PoolUrl}
-NARWAL_ADMIN_TOKEN=$ADMIN_TOKEN
+NARWAL_ADMIN_TOKEN_SECRET_ID=${AdminTokenSecret}
 ENV
 # Push events, as the functions send them (empty values: not configured).
 if [ -n "${EventBus}" ] && [ "${EventBus}" != none ]; then
   echo "NARWAL_EVENTBRIDGE_BUS=${EventBus}" >> /etc/narwal/narwal.env
 fi
 if [ -n "${WebhookUrl}" ]; then
-  WEBHOOK_SECRET=$(aws secretsmanager get-secret-value --region ${AWS::Region} --secret-id ${WebhookSecretArn} \
-    --query SecretString --output text)
-  printf 'NARWAL_WEBHOOK_URL=%s\nNARWAL_WEBHOOK_SECRET=%s\n' "${WebhookUrl}" "$WEBHOOK_SECRET" >> /etc/narwal/narwal.env
+  printf 'NARWAL_WEBHOOK_URL=%s\nNARWAL_WEBHOOK_SECRET_ID=%s\n' "${WebhookUrl}" "${WebhookSecretArn}" >> /etc/narwal/narwal.env
 fi
 
 cat > /etc/systemd/system/narwal-pool.service <<'UNIT'

@@ -46,7 +46,11 @@ export function lazyContainer(start: () => Promise<App>, logger: Logger): Contai
  * The container of this process, configured from the environment. Its own logger reports what
  * happens before the app exists (warnings and errors are never quiet).
  */
-export const container: Container = lazyContainer(() => {
+export const container: Container = lazyContainer(async () => {
   const config = loadConfig();
-  return createApp(config, jsonLogger({ quiet: config.quiet, secrets: [config.adminToken] }));
+  // The admin token read from Secrets Manager joins the secrets the logs are scrubbed of.
+  const secrets = [config.adminToken];
+  const app = await createApp(config, jsonLogger({ quiet: config.quiet, secrets }));
+  secrets.push(app.adminToken.value);
+  return app;
 }, jsonLogger());

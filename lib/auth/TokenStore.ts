@@ -10,6 +10,7 @@
  * store's load nor the answer's timing tells the two apart. Unknown ids are kept in a bound of
  * their own, so a flood of made-up ids cannot push real tokens out of the cache.
  */
+import { fixedSecret, type Secret } from '../secrets/Secret.js';
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { mapLimit } from '../util/mapLimit.js';
@@ -74,8 +75,10 @@ interface Cached {
 
 export class TokenStore {
   readonly #store: ObjectStore;
-  /** The configured admin token's hash; null where none is configured (the CLI checks no token). */
-  readonly #admin: SecretHash | null;
+  /** The configured admin token; null where none is configured (the CLI checks no token). */
+  readonly #admin: Secret | null;
+  /** The hash of the admin token's value last read, recomputed when the value changes. */
+  #adminHash: { readonly value: string; readonly hash: SecretHash } | null = null;
   readonly #decoy = decoyHash();
   readonly #cache: TtlCache<string, Cached>;
   /** Ids read and found to have no record, trusted for as long as a record would be. */
@@ -84,9 +87,10 @@ export class TokenStore {
   readonly #lastUsedEveryMs: number;
   readonly #now: () => number;
 
-  constructor(store: ObjectStore, adminToken: string | undefined, options: TokenStoreOptions) {
+  constructor(store: ObjectStore, adminToken: string | Secret | undefined, options: TokenStoreOptions) {
     this.#store = store;
-    this.#admin = adminToken === undefined ? null : hashToken(adminToken);
+    this.#admin =
+      adminToken === undefined ? null : typeof adminToken === 'string' ? fixedSecret(adminToken) : adminToken;
     this.#now = options.now ?? Date.now;
     this.#lastUsedEveryMs = options.lastUsedEveryMs ?? 3_600_000;
     this.#cache = new TtlCache({ ttlMs: options.cacheMs, maxEntries: 10_000, now: this.#now });
@@ -102,14 +106,28 @@ export class TokenStore {
    * constant-time checks whether its id is unknown or its secret is wrong.
    */
   async find(presented: string): Promise<Principal | null> {
-    const isAdmin = verifyToken(presented, this.#admin ?? this.#decoy) && this.#admin !== null;
+    const admin = await this.#adminHashOf(false);
+    let isAdmin = verifyToken(presented, admin ?? this.#decoy) && admin !== null;
     const id = tokenId(presented);
     const cached = id === null ? null : await this.#read(id);
     const valid = verifyToken(presented, cached?.record.hash ?? this.#decoy);
+    if (!isAdmin && id === null && admin !== null) {
+      // Not a token of the store and not the admin token read last: the admin token may have been
+      // rotated. The secret is read again at most every half minute, whatever is presented.
+      const fresh = await this.#adminHashOf(true);
+      if (fresh !== admin && fresh !== null) isAdmin = verifyToken(presented, fresh);
+    }
     if (isAdmin) return ADMIN;
     if (cached === null || !valid) return null;
     await this.#touch(cached);
     return principalOf(cached.record);
+  }
+
+  async #adminHashOf(refresh: boolean): Promise<SecretHash | null> {
+    if (this.#admin === null) return null;
+    const value = await (refresh ? this.#admin.refresh() : this.#admin.current());
+    if (this.#adminHash?.value !== value) this.#adminHash = { value, hash: hashToken(value) };
+    return this.#adminHash.hash;
   }
 
   /** Issues a new token and returns it (the only time it is ever shown). */

@@ -23,9 +23,13 @@ export const MIN_SECRET_LENGTH = 16;
  */
 const ENCODED_RUN = /[^\s"\\]*%[0-9A-Fa-f]{2}[^\s"\\]*/g;
 
+/**
+ * `secrets` is read at every call, so a secret learned later (one read from Secrets Manager once
+ * the app has started) is scrubbed from then on when its holder adds it to the list.
+ */
 export function redactor(secrets: readonly (string | undefined)[] = []): (text: string) => string {
-  const exact = secrets.filter((s): s is string => s !== undefined && s.length >= MIN_SECRET_LENGTH);
   const scrub = (text: string) => {
+    const exact = secrets.filter((s): s is string => s !== undefined && s.length >= MIN_SECRET_LENGTH);
     let out = text;
     for (const secret of exact) out = out.split(secret).join('[redacted]');
     for (const secret of exact) {

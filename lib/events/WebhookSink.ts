@@ -6,9 +6,11 @@
  * - `X-Narwal-Event`: the entry's kind.
  * Any 2xx is acceptance; anything else, a timeout or a refused connection is a failure to retry.
  */
+
 import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Secret } from '../secrets/Secret.js';
 import { DeliveryFailed, type EventSink } from './EventSink.js';
 import type { PushEvent } from './PushEvent.js';
 import { guardedLookup, isPrivateAddress, PrivateAddressRefused } from './privateAddress.js';
@@ -64,7 +66,8 @@ export function signature(secret: string, body: string): string {
 
 export interface WebhookOptions {
   readonly url: string;
-  readonly secret: string;
+  /** The signing key, or where to read it (a rotated key is used from its next read on). */
+  readonly secret: string | Secret;
   readonly timeoutMs: number;
   /** Deliver to loopback, link-local and private addresses too (NARWAL_WEBHOOK_ALLOW_PRIVATE). */
   readonly allowPrivate: boolean;
@@ -86,6 +89,8 @@ export class WebhookSink implements EventSink {
     const event = events[0];
     if (event === undefined) return 0;
     const body = JSON.stringify(event);
+    const key =
+      typeof this.#options.secret === 'string' ? this.#options.secret : await this.#options.secret.current();
     let status: number;
     try {
       ({ status } = await this.#post(this.#options.url, {
@@ -95,7 +100,7 @@ export class WebhookSink implements EventSink {
           'idempotency-key': event.id,
           'x-narwal-delivery': event.id,
           'x-narwal-event': event.kind,
-          'x-narwal-signature-256': signature(this.#options.secret, body),
+          'x-narwal-signature-256': signature(key, body),
         },
         body,
         timeoutMs: this.#options.timeoutMs,

@@ -4,15 +4,21 @@
  */
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { EventsConfig } from '../config.js';
+import { configuredSecret, type SecretsManagerClients } from '../secrets/configuredSecret.js';
 import type { EventSink } from './EventSink.js';
 import { WebhookSink } from './WebhookSink.js';
 
 export async function createEventSinks(
   config: EventsConfig,
-  options: { eventBridgeClient?: EventBridgeClient } = {},
+  options: { eventBridgeClient?: EventBridgeClient; secrets?: SecretsManagerClients } = {},
 ): Promise<EventSink[]> {
   const sinks: EventSink[] = [];
-  if (config.webhook) sinks.push(new WebhookSink(config.webhook));
+  if (config.webhook) {
+    const { secret: value, secretId, ...webhook } = config.webhook;
+    const secret = options.secrets ? await configuredSecret({ value, secretId }, options.secrets) : value;
+    if (secret === undefined) throw new Error('the webhook has no signing key');
+    sinks.push(new WebhookSink({ ...webhook, secret }));
+  }
   if (config.eventBridge) {
     const bridge = config.eventBridge;
     const [{ EventBridgeClient }, { EventBridgeSink }] = await Promise.all([

@@ -208,7 +208,7 @@ describe('the packaged CloudFormation template', () => {
     ]);
   });
 
-  it('reaches S3 and DynamoDB through gateway endpoints, Lambda and EventBridge through interface ones', () => {
+  it('reaches S3 and DynamoDB through gateway endpoints, Lambda, EventBridge and Secrets Manager through interface ones', () => {
     const endpoints = ofType('AWS::EC2::VPCEndpoint').map(([, r]) => r.Properties as Json);
     const gateway = endpoints.filter((e) => e.VpcEndpointType === 'Gateway');
     expect(gateway.map((e) => text(e.ServiceName)).sort()).toEqual([
@@ -224,7 +224,36 @@ describe('the packaged CloudFormation template', () => {
     ).toEqual([
       text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.events` }),
       text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.lambda` }),
+      text({ 'Fn::Sub': `com.amazonaws.${cfn('AWS::Region')}.secretsmanager` }),
     ]);
+  });
+
+  it('reads the admin token and the webhook key at run time: by their ids, never their values', () => {
+    const body = text(template);
+    // No secret is resolved into any configuration (CloudFormation would write its value there).
+    expect(body).not.toContain('resolve:secretsmanager');
+    for (const [id, fn] of ofType('AWS::Lambda::Function')) {
+      const env = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(env.NARWAL_ADMIN_TOKEN, id).toBeUndefined();
+      expect(env.NARWAL_ADMIN_TOKEN_SECRET_ID, id).toEqual(ref('AdminTokenSecret'));
+      expect(env.NARWAL_WEBHOOK_SECRET_ID, id).toEqual({
+        'Fn::If': ['HasWebhook', ref('WebhookSecret'), ref('AWS::NoValue')],
+      });
+    }
+    // Every role that runs narwal may read the admin token's secret, and only read it.
+    for (const role of ROLES) {
+      const reads = roleStatements(role).filter((s) => actions(s).includes('secretsmanager:GetSecretValue'));
+      expect(
+        reads.map((s) => s.Resource),
+        role,
+      ).toEqual([ref('AdminTokenSecret')]);
+    }
+    const data = resource('PoolLaunchTemplate').Properties.LaunchTemplateData as {
+      UserData: { 'Fn::Base64': { 'Fn::Sub': [string, Record<string, unknown>] } };
+    };
+    const [script] = data.UserData['Fn::Base64']['Fn::Sub'];
+    expect(script).toContain(`NARWAL_ADMIN_TOKEN_SECRET_ID=${cfn('AdminTokenSecret')}`);
+    expect(script).not.toContain('get-secret-value');
   });
 
   it('sends push events to EventBridge and to a webhook, each only when configured', async () => {
@@ -265,7 +294,7 @@ describe('the packaged CloudFormation template', () => {
       'NatGateway',
       'PrivateDefaultRoute',
       'WebhookSecret',
-      'PoolWebhookSecretPolicy',
+      'WebhookSecretPolicy',
     ]) {
       expect((resource(id) as { Condition?: string }).Condition, id).toBe('HasWebhook');
     }
@@ -280,8 +309,8 @@ describe('the packaged CloudFormation template', () => {
       expect(env.NARWAL_EVENTBRIDGE_BUS, id).toEqual({
         'Fn::If': ['HasEventBus', 'default', ref('AWS::NoValue')],
       });
-      expect(text(env.NARWAL_WEBHOOK_SECRET), id).toContain('WebhookSecret');
-      expect(text(env.NARWAL_WEBHOOK_SECRET), id).toContain('HasWebhook');
+      expect(text(env.NARWAL_WEBHOOK_SECRET_ID), id).toContain('WebhookSecret');
+      expect(text(env.NARWAL_WEBHOOK_SECRET_ID), id).toContain('HasWebhook');
     }
     // Packaged with a webhook and without EventBridge, the conditions turn the other way.
     const other = await packaged([

@@ -2,6 +2,7 @@
  * The token store against the real filesystem store: what a record holds, how a presented token
  * is checked, how long a node trusts what it read, and listing and revoking.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidGrant } from '../../../lib/auth/Principal.js';
 import { AmbiguousToken, TokenNotFound, TokenStore } from '../../../lib/auth/TokenStore.js';
 import { CorruptTokenRecord, tokenKey } from '../../../lib/auth/tokenRecord.js';
+import { cachedSecret } from '../../../lib/secrets/Secret.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
 
@@ -293,5 +295,30 @@ describe('list and revoke', () => {
     expect((await t.revoke('unique')).id).toBe(c.info.id);
     expect(await t.list()).toEqual([]);
     expect(await t.find(a.token)).toBeNull();
+  });
+});
+
+describe('an admin token read from a secret', () => {
+  it('accepts a rotated admin token once the secret is read again, at most every half minute', async () => {
+    let current = 'admin-token-before-rotation';
+    let reads = 0;
+    const secret = cachedSecret({
+      fetch: async () => {
+        reads++;
+        return current;
+      },
+      now: clock,
+    });
+    const t = new TokenStore(store, secret, { cacheMs: 0, now: clock });
+    expect((await t.find('admin-token-before-rotation'))?.name).toBe('admin');
+    current = 'admin-token-after-rotation';
+    // Read moments ago: a stranger's guesses do not make it read again.
+    expect(await t.find('admin-token-after-rotation')).toBeNull();
+    expect(await t.find('some-guess-of-a-token')).toBeNull();
+    expect(reads).toBe(1);
+    now += 31_000;
+    expect((await t.find('admin-token-after-rotation'))?.name).toBe('admin');
+    expect(reads).toBe(2);
+    expect(await t.find('admin-token-before-rotation')).toBeNull();
   });
 });
