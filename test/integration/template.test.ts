@@ -376,7 +376,6 @@ describe('the packaged CloudFormation template', () => {
     const maintenance = resource('MaintenanceLambdaFunction').Properties;
     // One run at a time, sized for a repack.
     expect(maintenance.ReservedConcurrentExecutions).toBe(1);
-    expect(maintenance.EphemeralStorage).toEqual({ Size: 10240 });
     expect(maintenance.MemorySize).toBe(4096);
   });
 
