@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
+import { ObjectReaders } from './browse/ObjectReaders.js';
+import { RepoBrowser } from './browse/RepoBrowser.js';
 import { Checkpointer } from './cache/Checkpointer.js';
 import { cachedRepositories, type SweepResult, sweepCache } from './cache/evict.js';
 import { multiPackIndexer } from './cache/multiPackIndex.js';
@@ -25,6 +27,7 @@ import { ensureHooks, installHooks } from './git/hookScript.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
 import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
+import { browsePageCache } from './http/browseRoutes.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
 import { createHandler } from './http/createHandler.js';
 import { healthCheck } from './http/health.js';
@@ -207,7 +210,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       : undefined;
   const history = new History({ wal, publisher, cache, git, afterPublish });
   const requestMemory = new MemoryBudget(config.fetchMemoryBytes, config.fetchMemoryShareBytes);
+  // The repository pages: a cat-file per generation in use, parsed objects and rendered pages.
+  const browse = new RepoBrowser({ wal, cache, readers: new ObjectReaders({ git, cache, logger }) });
   const handler = createHandler({
+    browse,
+    browsePages: browsePageCache(config.browseCacheBytes),
     history,
     wal,
     cache,
@@ -279,6 +286,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       while (background.size > 0) await Promise.allSettled([...background]);
     },
     async close() {
+      browse.close();
       while (background.size > 0) await Promise.allSettled([...background]);
       await node.remove();
       await trace?.close();

@@ -5,6 +5,7 @@
 import { AccessDenied } from '../auth/AccessDenied.js';
 import { InvalidGrant } from '../auth/Principal.js';
 import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
+import { InvalidBrowsePath, NoSuchPath, NoSuchRevision } from '../browse/errors.js';
 import { Busy } from '../git/GitBudget.js';
 import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
@@ -31,6 +32,9 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
   if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
   if (error instanceof InvalidRefPattern) return text(400, `narwal: ${error.message}`);
+  if (error instanceof NoSuchRevision || error instanceof NoSuchPath)
+    return text(404, `narwal: ${error.message}`);
+  if (error instanceof InvalidBrowsePath) return text(400, `narwal: ${error.message}`);
   if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
   if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
   if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
