@@ -63,6 +63,8 @@ export interface App {
   readonly requestMemory: MemoryBudget;
   /** Catches up event delivery for every repository in the cache (the periodic safety net). */
   catchUpEvents(): Promise<SinkProgress[]>;
+  /** Prepares what the first repository page would wait for (a server calls it before it listens). */
+  warmUp(): Promise<void>;
   /** Evicts idle generations and repository caches from the shared cache. */
   sweep(): Promise<SweepResult>;
   /** Resolves when no background work (prewarm, checkpoints) is running. */
@@ -277,6 +279,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       );
       return progress.flat();
     },
+    warmUp: () => browse.warmUp(git),
     async sweep() {
       const nodes = await node.sweep();
       if (nodes > 0) logger.info('node directories removed', { nodes });

@@ -19,6 +19,7 @@ export async function serve(args: string[]): Promise<ExitCode> {
   });
   const logger = jsonLogger({ quiet: config.quiet, secrets: [config.adminToken] });
   const app = await createApp(config, logger);
+  await app.warmUp();
   const server = createNodeServer(app.handler, logger, {
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,

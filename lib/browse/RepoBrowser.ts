@@ -10,6 +10,7 @@
  * answered through another's URL.
  */
 import type { RepoCache } from '../cache/RepoCache.js';
+import type { GitRunner } from '../git/GitRunner.js';
 import { refsAt } from '../history/stateAt.js';
 import type { LoadedIndex, RefValue, RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
@@ -19,6 +20,7 @@ import { InvalidBrowsePath, NoSuchPath, NoSuchRevision } from './errors.js';
 import { type Commit, parseCommit, parseTag, parseTree, type TreeEntry } from './gitObjects.js';
 import { Lru } from './Lru.js';
 import type { ObjectReaders, Reader } from './ObjectReaders.js';
+import { warmUpBrowse } from './warmUp.js';
 
 /** A revision of a page URL, resolved. */
 export interface Resolved {
@@ -65,6 +67,11 @@ export class RepoBrowser {
   async open(loaded: LoadedIndex): Promise<BrowseSession> {
     const reader = await this.#readers.open(this.#cache.target(loaded));
     return new BrowseSession(this.#wal, loaded.index, reader, this.#parsed);
+  }
+
+  /** Loads and runs once what the first page would otherwise wait for (warmUp.ts). */
+  async warmUp(git: GitRunner): Promise<void> {
+    await warmUpBrowse(git, await this.#cache.emptyRepo());
   }
 
   close(): void {
