@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
@@ -279,7 +280,20 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       );
       return progress.flat();
     },
-    warmUp: () => browse.warmUp(git),
+    async warmUp() {
+      await browse.warmUp(git);
+      // One request through the handler (anonymous, a page of a repository that is most likely
+      // not there), so that the first real one does not compile routing, the index read and
+      // the error page on its way.
+      await handler({
+        method: 'GET',
+        path: '/narwal-warm-up/none/-/tree/main',
+        query: new URLSearchParams(),
+        headers: { accept: 'text/html' },
+        body: Readable.from([]),
+        requestId: 'warm-up',
+      });
+    },
     async sweep() {
       const nodes = await node.sweep();
       if (nodes > 0) logger.info('node directories removed', { nodes });

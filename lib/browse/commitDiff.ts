@@ -93,7 +93,7 @@ export async function commitDiff(
     child.once('error', () => resolve());
   });
   const output = Buffer.concat(chunks).subarray(0, limits.maxReadBytes);
-  return { ...parseDiffTree(output, limits), truncated };
+  return { ...parseDiffTree(output, limits, truncated), truncated };
 }
 
 interface RawRecord {
@@ -107,7 +107,11 @@ interface RawRecord {
 }
 
 /** Parses git's `-z --raw --numstat -p` output (exported for tests of odd names). */
-export function parseDiffTree(output: Buffer, limits: Limits = LIMITS): { files: FileChange[] } {
+export function parseDiffTree(
+  output: Buffer,
+  limits: Limits = LIMITS,
+  truncated = false,
+): { files: FileChange[] } {
   let at = 0;
   const token = (): string | null => {
     const end = output.indexOf(0, at);
@@ -148,14 +152,18 @@ export function parseDiffTree(output: Buffer, limits: Limits = LIMITS): { files:
   let next = 0;
   const files = raws.map((raw, i): FileChange => {
     // A change of type (a file becoming a link) is patched as a deletion and an addition.
-    const own = patches.slice(next, next + (raw.status === 'T' ? 2 : 1));
+    const want = raw.status === 'T' ? 2 : 1;
+    const own = patches.slice(next, next + want);
     next += own.length;
+    // Output cut short: this file's patch is missing, or the last one read and maybe incomplete.
+    const cut = truncated && next >= patches.length;
     const count = counts[i] ?? { added: null, removed: null };
     const binary = count.added === null || own.some((p) => p.binary);
     const lines = own.flatMap((p) => p.lines);
     const size = lines.reduce((sum, line) => sum + line.length + 1, 0);
     let omitted: FileChange['omitted'] = null;
-    if (lines.length > limits.maxFileLines || size > limits.maxFileBytes) omitted = 'file-too-large';
+    if (cut) omitted = 'total-too-large';
+    else if (lines.length > limits.maxFileLines || size > limits.maxFileBytes) omitted = 'file-too-large';
     else if (shownLines + lines.length > limits.maxTotalLines || shownBytes + size > limits.maxTotalBytes)
       omitted = 'total-too-large';
     if (omitted === null) {

@@ -144,7 +144,7 @@ ${checkpoint ? html`<div class="muted">Checkpoint of the state after <a href="${
     item.seq < index.seq ? html`<a href="${entryLink(repo, item.seq + 1)}" rel="next">next</a>` : ''
   }<a href="${diffLink(repo, item.seq - 1, item.seq)}">diff with #${item.seq - 1}</a>${
     item.seq < index.seq ? html`<a href="${diffLink(repo, item.seq, index.seq)}">diff to newest</a>` : ''
-  }</nav>
+  }<a href="/${repo}/-/tree/@${item.seq}">files at this entry</a></nav>
 <h2>Ref updates (${item.updates.length})</h2>
 ${item.updates.length === 0 ? html`<p class="muted">None.</p>` : item.updates.map((u) => updateLine(repo, u))}
 ${rewindForm}
