@@ -67,7 +67,7 @@ export async function buildBrowseFixture(home: string, pushUrl: string): Promise
   await put('img/logo.png', PNG);
   await put(
     'src/a/b/code.ts',
-    'export function greet(name: string): string {\n  return `hello ${name}`;\n}\n',
+    'export function greet(name: string): string {\n  return "hello " + name;\n}\n',
   );
   await put('evil.svg', EVIL_SVG);
   await put('page.html', EVIL_HTML);
