@@ -44,10 +44,10 @@ const DEEP = Number(values.deep);
 const TOKEN = 'browse-bench-admin-token';
 const REPO = 'bench/big';
 
-type ServerName = 'narwal' | 'cgit' | 'gitweb';
+type ServerName = 'narwal' | 'cgit' | 'gitweb' | 'narwal, no page cache';
 interface PageUrls {
   readonly page: string;
-  readonly urls: Record<ServerName, string>;
+  readonly urls: Record<'narwal' | 'cgit' | 'gitweb', string>;
 }
 interface Sample {
   page: string;
@@ -217,6 +217,7 @@ const work = await mkdtemp(join(tmpdir(), 'narwal-browse-bench-'));
 const startedAt = new Date();
 const loadBefore = loadavg();
 let narwal: BenchServer | null = null;
+let uncached: BenchServer | null = null;
 let cgit: { url: string; stop(): Promise<void> } | null = null;
 try {
   const reposDir = join(work, 'repos');
@@ -247,6 +248,12 @@ try {
   await get(`${narwal.url}/${REPO}`);
   console.log(`first read (generation built) in ${(performance.now() - t).toFixed(0)} ms`);
   cgit = await startCgit(work, reposDir);
+  uncached = await startNarwal({
+    dataDir,
+    token: TOKEN,
+    name: 'narwal-no-page-cache',
+    env: { NARWAL_BROWSE_CACHE_BYTES: '0' },
+  });
 
   const deep = await deepStart(bare, DEEP);
   const dir = 'src/d55/e55';
@@ -308,8 +315,26 @@ try {
   const narwalDirs = [join(dataDir, 'cache'), join(dataDir, 'store')];
   const samples: Sample[] = [];
   const base = (server: ServerName) =>
-    server === 'narwal' ? (narwal as BenchServer).url : (cgit as { url: string }).url;
+    server === 'narwal'
+      ? (narwal as BenchServer).url
+      : server === 'narwal, no page cache'
+        ? (uncached as BenchServer).url
+        : (cgit as { url: string }).url;
   for (const p of pages) {
+    // A second node on the same data directory that keeps no rendered page: what rendering costs.
+    {
+      const sample: Sample = { page: p.page, server: 'narwal, no page cache', cold: [], warm: [], bytes: 0 };
+      await get(`${base(sample.server)}${p.urls.narwal}`);
+      for (let i = 0; i < WARM; i++) {
+        const { ms, bytes } = await get(`${base(sample.server)}${p.urls.narwal}`);
+        sample.warm.push(ms);
+        sample.bytes = bytes;
+      }
+      samples.push(sample);
+      console.log(
+        `${p.page.padEnd(28)} narwal, no page cache   warm ${median(sample.warm).toFixed(1).padStart(8)} ms`,
+      );
+    }
     for (const server of ['narwal', 'cgit', 'gitweb'] as const) {
       const sample: Sample = { page: p.page, server, cold: [], warm: [], bytes: 0 };
       for (let i = 0; i < COLD; i++) {
@@ -344,6 +369,7 @@ try {
     const n = find(p.page, 'narwal');
     const c = find(p.page, 'cgit');
     const g = find(p.page, 'gitweb');
+    const u = find(p.page, 'narwal, no page cache');
     const warmRatio = median(n.warm) / median(c.warm);
     const coldRatio = median(n.cold) / median(c.cold);
     return {
@@ -351,6 +377,8 @@ try {
       narwal: { warm: median(n.warm), warmP90: percentile(n.warm, 90), cold: median(n.cold), bytes: n.bytes },
       cgit: { warm: median(c.warm), warmP90: percentile(c.warm, 90), cold: median(c.cold), bytes: c.bytes },
       gitweb: { warm: median(g.warm), warmP90: percentile(g.warm, 90), cold: median(g.cold), bytes: g.bytes },
+      uncached: { warm: median(u.warm), warmP90: percentile(u.warm, 90) },
+      uncachedRatio: median(u.warm) / median(c.warm),
       warmRatio,
       coldRatio,
       pass: warmRatio <= 1 && coldRatio <= 2,
@@ -382,18 +410,18 @@ try {
   };
   const ms = (v: number) => (v < 10 ? v.toFixed(1) : v.toFixed(0));
   const table = [
-    '| page | narwal warm | cgit warm | gitweb warm | narwal / cgit warm | narwal cold | cgit cold | gitweb cold | narwal / cgit cold | target (warm <= 1x, cold <= 2x) |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| page | narwal warm | cgit warm | gitweb warm | narwal / cgit warm | narwal warm, no page cache (/ cgit) | narwal cold | cgit cold | gitweb cold | narwal / cgit cold | target (warm <= 1x, cold <= 2x) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.page} | ${ms(r.narwal.warm)} ms | ${ms(r.cgit.warm)} ms | ${ms(r.gitweb.warm)} ms | ${r.warmRatio.toFixed(2)}x | ${ms(r.narwal.cold)} ms | ${ms(r.cgit.cold)} ms | ${ms(r.gitweb.cold)} ms | ${r.coldRatio.toFixed(2)}x | ${r.pass ? 'pass' : '**miss**'} |`,
+        `| ${r.page} | ${ms(r.narwal.warm)} ms | ${ms(r.cgit.warm)} ms | ${ms(r.gitweb.warm)} ms | ${r.warmRatio.toFixed(2)}x | ${ms(r.uncached.warm)} ms (${r.uncachedRatio.toFixed(2)}x) | ${ms(r.narwal.cold)} ms | ${ms(r.cgit.cold)} ms | ${ms(r.gitweb.cold)} ms | ${r.coldRatio.toFixed(2)}x | ${r.pass ? 'pass' : '**miss**'} |`,
     ),
   ].join('\n');
   const report = [
     `# Repository pages: narwal against cgit and gitweb (${startedAt.toISOString().slice(0, 10)})`,
     '',
     `${built.commits.toLocaleString('en-US')} commits (browseRepo.ts), narwal ${result.narwalCommit}, ${result.git}, ${cpus().length} shared CPUs, load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')} before and ${result.machine.loadAverageAfter.map((l) => l.toFixed(2)).join(' ')} after.`,
-    `Warm: median of ${WARM} requests after one unmeasured; cold: median of ${COLD} first requests, each after the server was started again and the repository's files were dropped from the page cache.`,
+    `Warm: median of ${WARM} requests after one unmeasured; cold: median of ${COLD} first requests, each after the server was started again and the repository's files were dropped from the page cache. narwal serves a page asked again from the rendered pages it keeps; "no page cache" is a second node on the same data directory with NARWAL_BROWSE_CACHE_BYTES=0, which renders every request (parsed commits and trees still kept). cgit runs without its own cache (its default). The large-diff commit changes ${LARGE_DIFF_FILES + 1} files: cgit and gitweb show every patch, narwal the patches within its limits (the rest listed with their line counts).`,
     '',
     aligned(table),
     '',
@@ -410,6 +438,7 @@ try {
   console.log(`written bench/results/${stamp}-browse.md`);
 } finally {
   await narwal?.stop();
+  await uncached?.stop();
   await cgit?.stop();
   await rm(work, { recursive: true, force: true });
 }
