@@ -21,6 +21,9 @@ export interface Reader {
 
 interface Open {
   readonly key: string;
+  readonly started: number;
+  /** Replaced by a newer reader: closed once its last user is done. */
+  retired: boolean;
   readonly generation: Generation;
   readonly catFile: CatFile;
   users: number;
@@ -34,22 +37,38 @@ export class ObjectReaders {
   readonly #logger: Logger;
   readonly #idleMs: number;
   readonly #max: number;
+  readonly #maxAgeMs: number;
   readonly #open = new Map<string, Open>();
   readonly #starting = new Map<string, Promise<Open>>();
   #closed = false;
 
-  constructor(options: { git: GitRunner; cache: RepoCache; logger: Logger; idleMs?: number; max?: number }) {
+  constructor(options: {
+    git: GitRunner;
+    cache: RepoCache;
+    logger: Logger;
+    idleMs?: number;
+    max?: number;
+    maxAgeMs?: number;
+  }) {
     this.#git = options.git;
     this.#cache = options.cache;
     this.#logger = options.logger;
     this.#idleMs = options.idleMs ?? 30_000;
     this.#max = options.max ?? 4;
+    this.#maxAgeMs = options.maxAgeMs ?? 10 * 60_000;
   }
 
   /** A reader of `target`'s complete generation (built first if needed); call `done()` after. */
   async open(target: CacheTarget): Promise<Reader> {
     const key = `${target.repo}\0${target.created}\0${target.name}`;
     let open = this.#open.get(key);
+    if (open !== undefined && !open.catFile.closed && Date.now() - open.started > this.#maxAgeMs) {
+      // Its lease is renewed for at most an hour (leases.ts): a busy reader is replaced well before.
+      this.#open.delete(key);
+      open.retired = true;
+      if (open.users === 0) this.#close(open);
+      open = undefined;
+    }
     if (open === undefined || open.catFile.closed) {
       if (open) this.#close(open);
       let starting = this.#starting.get(key);
@@ -72,7 +91,10 @@ export class ObjectReaders {
         released = true;
         used.users--;
         used.lastUsed = Date.now();
-        if (used.users === 0) this.#idle(used);
+        if (used.users === 0) {
+          if (used.retired) this.#close(used);
+          else this.#idle(used);
+        }
       },
     };
   }
@@ -92,6 +114,8 @@ export class ObjectReaders {
       child.unref();
       const open: Open = {
         key,
+        started: Date.now(),
+        retired: false,
         generation,
         catFile: new CatFile(child),
         users: 0,

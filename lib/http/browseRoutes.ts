@@ -448,7 +448,13 @@ async function commits(ctx: PageContext, rest: readonly string[]): Promise<CoreR
   const nextParam = ctx.request.query.get('next');
   const starts = nextParam === null ? [resolved.commit] : parseStarts(nextParam);
   const { index } = ctx.loaded;
-  const key = pageKey(index, 'commits', resolved.rev, starts.join(','));
+  const key = pageKey(
+    index,
+    'commits',
+    resolved.rev,
+    nextParam === null ? 'first' : 'next',
+    starts.join(','),
+  );
   // A later page depends only on the ids it starts from; the first on where the ref points.
   const immutable = resolved.immutable || nextParam !== null;
   return cachedPage(ctx, `commits of ${resolved.rev} · ${index.repo}`, key, immutable, async () => {

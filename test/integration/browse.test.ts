@@ -348,6 +348,17 @@ describe('the repository pages', () => {
     await rm(work, { recursive: true, force: true });
   });
 
+  it('show an empty repository: its home says there are no commits, its tree that there is no such branch', async () => {
+    await server.app.wal.createRepo('team/empty', { public: false });
+    const page = await get('/team/empty');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('The default branch (main) has no commits yet.');
+    expect(page.text).toContain(`git clone ${server.url}/team/empty.git`);
+    const tree = await get('/team/empty/-/tree/main');
+    expect(tree.status).toBe(404);
+    expect(tree.text).toContain('has no branch, tag or commit named');
+  });
+
   it('change nothing: every page is GET only', async () => {
     const before = (await server.app.wal.readIndexFully(REPO))?.etag;
     for (const path of [`/${REPO}/-/tree/main`, `/${REPO}/-/archive/main.zip`]) {
