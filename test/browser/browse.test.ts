@@ -35,10 +35,15 @@ const contexts: BrowserContext[] = [];
 /** Dialogs any page opened (alert, confirm): a script ran. */
 const dialogs: string[] = [];
 
-async function newPage(token: string | null, viewport: { width: number; height: number }): Promise<Page> {
+async function newPage(
+  token: string | null,
+  viewport: { width: number; height: number },
+  options: { javaScript?: boolean } = {},
+): Promise<Page> {
   const context = await browser.newContext({
     ...(token !== null ? { httpCredentials: { username: 'me', password: token } } : {}),
     viewport,
+    javaScriptEnabled: options.javaScript ?? true,
   });
   contexts.push(context);
   const page = await context.newPage();
@@ -190,6 +195,39 @@ describe('the repository pages in a browser', () => {
       expect((await download).suggestedFilename()).toBe('code-main.zip');
     });
   }
+
+  it('works with JavaScript turned off: every page is plain HTML and links', async () => {
+    const page = await newPage(ADMIN_TOKEN, WIDTHS.desktop, { javaScript: false });
+    await page.goto(`${server.url}/${REPO}`);
+    await page.getByRole('link', { name: 'Files' }).click();
+    await page.getByRole('link', { name: 'src/', exact: true }).click();
+    await page.getByRole('link', { name: 'a/', exact: true }).click();
+    await page.getByRole('link', { name: 'b/', exact: true }).click();
+    await page.getByRole('link', { name: 'code.ts' }).click();
+    await page.waitForURL(`${server.url}/${REPO}/-/blob/main/src/a/b/code.ts`);
+    expect(await page.locator('pre.code .hljs-keyword').count()).toBeGreaterThan(0);
+    await page.getByRole('link', { name: 'Commits', exact: true }).click();
+    await page.getByRole('link', { name: 'older' }).click();
+    await page.waitForURL(/\/-\/commits\/main\?next=/);
+    expect(await page.locator('table.commits tbody tr').count()).toBe(50);
+  });
+
+  it('refuses path traversal in tree, blob and raw URLs as a browser sends them', async () => {
+    const page = await newPage(ADMIN_TOKEN, WIDTHS.desktop);
+    const attempts = [
+      `/${REPO}/-/raw/main/..%2f..%2f..%2fetc%2fpasswd`,
+      `/${REPO}/-/raw/main/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd`,
+      `/${REPO}/-/tree/main/src/%2e%2e/%2e%2e/%2e%2e`,
+      `/${REPO}/-/blob/main/..%5c..%5cREADME.md`,
+      `/${REPO}/-/raw/main/src/a/../../../../../etc/passwd`,
+    ];
+    for (const path of attempts) {
+      const answer = await page.goto(`${server.url}${path}`);
+      expect([400, 404], `${path} -> ${page.url()}`).toContain(answer?.status());
+      expect(await page.locator('body').innerText(), path).not.toMatch(/root:|Hostile README/);
+    }
+    await shot(page, 'desktop-16-traversal-refused');
+  });
 
   it('opens raw SVG and HTML files as documents without running their scripts', async () => {
     const page = await newPage(ADMIN_TOKEN, WIDTHS.desktop);
