@@ -96,7 +96,7 @@ export function formatSize(bytes: number): string {
 }
 
 /** Directories first, then files, each by name (git's own order is by bytes, directories mixed). */
-function sorted(entries: readonly TreeEntry[]): TreeEntry[] {
+export function sorted(entries: readonly TreeEntry[]): TreeEntry[] {
   return [...entries].sort((a, b) => {
     const ad = a.kind === 'tree' ? 0 : 1;
     const bd = b.kind === 'tree' ? 0 : 1;
@@ -225,7 +225,9 @@ export interface TreeData {
   readonly rev: string;
   readonly commit: Commit;
   readonly path: readonly string[];
+  /** The entries shown (the first, directories first), and how many more the tree has. */
   readonly entries: readonly TreeEntry[];
+  readonly more: number;
   readonly sizes: ReadonlyMap<string, number>;
   readonly readme: {
     readonly name: string;
@@ -244,7 +246,11 @@ ${crumbs(repo, d.rev, d.path)}
 · <a href="${pageUrl(repo, 'commits', d.rev)}">history</a> · <a href="${`${pageUrl(repo, 'archive', d.rev)}.tar.gz`}">.tar.gz</a> · <a href="${`${pageUrl(repo, 'archive', d.rev)}.zip`}">.zip</a></div>
 <table class="files"><thead><tr><th>Mode</th><th>Name</th><th>Size</th></tr></thead><tbody>${
     up ? html`<tr><td class="mode"></td><td class="name"><a href="${up}">..</a></td><td></td></tr>` : ''
-  }${fileRows(repo, d.rev, d.path, d.entries, d.sizes)}</tbody></table>
+  }${fileRows(repo, d.rev, d.path, d.entries, d.sizes)}</tbody></table>${
+    d.more > 0
+      ? html`<p class="muted small">and ${d.more} more ${d.more === 1 ? 'entry' : 'entries'} (clone the repository to see them all)</p>`
+      : ''
+  }
 ${
   d.readme
     ? html`<div class="readme"><h2 class="muted small">${d.readme.name}</h2>${

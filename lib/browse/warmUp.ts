@@ -42,7 +42,7 @@ function renderSamples(): void {
   const entries = [{ mode: '100644', name: 'a.ts', oid: '3'.repeat(40), kind: 'blob' as const }];
   const sizes = new Map([['3'.repeat(40), 1]]);
   const base = { index, rev: 'main', commit, path: ['a.ts'] };
-  treeView({ ...base, entries, sizes, readme: null });
+  treeView({ ...base, entries, more: 0, sizes, readme: null });
   blobView({
     ...base,
     oid: '3'.repeat(40),

@@ -37,6 +37,7 @@ import {
   pageUrl,
   type RefRow,
   refsView,
+  sorted,
   treeView,
 } from '../browse/views.js';
 import { childExit } from '../git/childOutput.js';
@@ -72,6 +73,8 @@ const MAX_BUFFERED_RAW = 1024 * 1024;
 /** Refs whose commits the home and refs pages read (sorted by date); past it, by name. */
 const MAX_DATED_REFS = 500;
 const HOME_REFS = 10;
+/** Entries a tree page lists (a generated directory may hold a hundred thousand). */
+const MAX_TREE_ENTRIES = 5_000;
 const HOME_ENTRIES = 10;
 const README = /^readme(\.(md|markdown|txt|rst|org|adoc))?$/i;
 
@@ -222,11 +225,12 @@ async function home(ctx: PageContext): Promise<CoreResponse> {
     const rev = shortRef(index.head);
     const root = headCommit ? await session.tree(headCommit.tree) : null;
     const readme = headCommit && root ? await readmeOf(ctx, root, rev, []) : null;
+    const listed = root ? sorted(root).slice(0, MAX_TREE_ENTRIES) : null;
     return homeView({
       index,
       cloneUrl: `${baseUrl(deps, ctx.request)}/${index.repo}.git`,
       head: { short: rev, commit: headCommit },
-      root,
+      root: listed,
       readme,
       branches: branches.rows,
       tags: tags.rows,
@@ -313,12 +317,22 @@ async function tree(ctx: PageContext, rest: readonly string[]): Promise<CoreResp
         `narwal: ${resolved.path.join('/')} is a file at ${resolved.rev}: see ${pageUrl(index.repo, 'blob', resolved.rev, resolved.path)}`,
       );
     }
-    const entries = await ctx.session.tree(target.oid);
+    const all = await ctx.session.tree(target.oid);
+    const entries = sorted(all).slice(0, MAX_TREE_ENTRIES);
     const [sizes, readme] = await Promise.all([
       ctx.session.sizes(entries),
-      readmeOf(ctx, entries, resolved.rev, resolved.path),
+      readmeOf(ctx, all, resolved.rev, resolved.path),
     ]);
-    return treeView({ index, rev: resolved.rev, commit, path: resolved.path, entries, sizes, readme });
+    return treeView({
+      index,
+      rev: resolved.rev,
+      commit,
+      path: resolved.path,
+      entries,
+      more: all.length - entries.length,
+      sizes,
+      readme,
+    });
   });
 }
 

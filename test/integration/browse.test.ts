@@ -359,6 +359,27 @@ describe('the repository pages', () => {
     expect(tree.text).toContain('has no branch, tag or commit named');
   });
 
+  it('list at most 5,000 entries of a tree, directories first, and say how many more there are', async () => {
+    const work = await workRepo(home, 0, 'wide');
+    let stream = 'commit refs/heads/main\ncommitter T <t@e> 1700000000 +0000\ndata 5\nwide\n';
+    for (let i = 0; i < 5_050; i++)
+      stream += `M 100644 inline f${String(i).padStart(5, '0')}.txt\ndata 2\n${i % 10}\n\n`;
+    stream += 'M 100644 inline zdir/inner.txt\ndata 2\nz\n\n';
+    await new Promise<void>((resolve, reject) => {
+      const child = execFile('git', ['fast-import', '--quiet'], { cwd: work }, (error) =>
+        error ? reject(error) : resolve(),
+      );
+      child.stdin?.end(stream);
+    });
+    await gitOk(['push', '-q', `${server.authUrl}/team/wide.git`, 'main'], { cwd: work, home });
+    const tree = await get('/team/wide/-/tree/main');
+    expect(tree.status).toBe(200);
+    expect([...tree.text.matchAll(/<td class="name">/g)].length).toBe(5_000);
+    expect(tree.text).toContain('and 51 more entries');
+    expect(tree.text.indexOf('zdir/')).toBeLessThan(tree.text.indexOf('f00000.txt'));
+    await rm(work, { recursive: true, force: true });
+  });
+
   it('change nothing: every page is GET only', async () => {
     const before = (await server.app.wal.readIndexFully(REPO))?.etag;
     for (const path of [`/${REPO}/-/tree/main`, `/${REPO}/-/archive/main.zip`]) {
