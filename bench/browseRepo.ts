@@ -201,6 +201,8 @@ function git(args: string[], input?: string): Promise<string> {
     const err: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => err.push(d));
+    // A command that reads nothing may exit before its stdin is closed.
+    child.stdin.on('error', () => {});
     child.stdin.end(input ?? '');
     child.once('close', (code) => {
       if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
