@@ -205,6 +205,10 @@ describe('the repository pages', () => {
     }
     expect(seen).toEqual(expected);
     expect((await get(`/${REPO}/-/commits/main?next=not-an-oid`)).status).toBe(400);
+    // A later page that starts where the first does is still a later page (kept apart from it).
+    const again = await get(`/${REPO}/-/commits/main?next=${expected[0]}`);
+    expect(again.text).toContain('rel="first"');
+    expect((await get(`/${REPO}/-/commits/main`)).text).not.toContain('rel="first"');
   });
 
   it('show a commit with its diff, a message that is HTML as text, and a file over the limit as too large', async () => {
