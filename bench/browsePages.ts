@@ -148,8 +148,12 @@ http {
 `,
   );
   const children: ChildProcess[] = [];
-  const fcgi = spawn('fcgiwrap', ['-c', '2', '-s', `tcp:127.0.0.1:${fcgiPort}`], { stdio: 'ignore' });
-  children.push(fcgi);
+  // fcgiwrap's preforked processes outlive a parent that is stopped alone: it gets a process
+  // group of its own, and the whole group (our child's pid as its id) is stopped.
+  const fcgi = spawn('fcgiwrap', ['-c', '2', '-s', `tcp:127.0.0.1:${fcgiPort}`], {
+    stdio: 'ignore',
+    detached: true,
+  });
   const nginx = spawn('nginx', ['-c', join(conf, 'nginx.conf'), '-p', conf], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -157,6 +161,7 @@ http {
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     for (const child of children.reverse()) await stopChild(child);
+    await stopGroup(fcgi);
   };
   for (let i = 0; i < 100; i++) {
     const ok = await fetch(`${url}/`).then(
@@ -168,6 +173,24 @@ http {
   }
   await stop();
   throw new Error('nginx with cgit did not start');
+}
+
+/** SIGTERM to the process group led by `child` (started detached), until none of it is left. */
+async function stopGroup(child: ChildProcess): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  const alive = () => {
+    try {
+      process.kill(-pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && alive(); i++) {
+    process.kill(-pid, i < 50 ? 'SIGTERM' : 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 async function get(url: string): Promise<{ ms: number; bytes: number }> {
