@@ -7,11 +7,11 @@ import type { Principal } from '../auth/Principal.js';
 import type { TokenStore } from '../auth/TokenStore.js';
 import { apiRoute } from './apiRoutes.js';
 import { baseUrl } from './baseUrl.js';
+import type { BrowseRouteDeps } from './browseRoutes.js';
 import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
 import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
-import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
 import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
@@ -19,7 +19,7 @@ import { requireSameOrigin } from './sameOrigin.js';
 import { isTokensPath, tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
-export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
+export interface HandlerDeps extends GitRouteDeps, BrowseRouteDeps {
   readonly tokens: TokenStore;
   /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */
   readonly health?: HealthCheck;
