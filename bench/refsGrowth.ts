@@ -9,12 +9,19 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { parseArgs, promisify } from 'node:util';
 import { createApp, createStore } from '../lib/app.js';
 import { loadConfig } from '../lib/config.js';
 import { createNodeServer } from '../lib/http/nodeServer.js';
 import { silentLogger } from '../lib/log.js';
-import type { GetOptions, ObjectStore, PutBody, PutOptions } from '../lib/store/ObjectStore.js';
+import type {
+  GetOptions,
+  ObjectStore,
+  PutBody,
+  PutOptions,
+  PutStreamOptions,
+} from '../lib/store/ObjectStore.js';
 import { PROJECT_ROOT } from './fixtures.js';
 import { startPeer } from './peer.js';
 
@@ -48,6 +55,15 @@ class StoreWork implements ObjectStore {
   head(key: string) {
     this.reads++;
     return this.inner.head(key);
+  }
+  stat(key: string) {
+    this.reads++;
+    return this.inner.stat(key);
+  }
+  putStream(key: string, body: Readable, options: PutStreamOptions) {
+    this.writes++;
+    this.bytesWritten += options.size;
+    return this.inner.putStream(key, body, options);
   }
   put(key: string, body: PutBody, options?: PutOptions) {
     this.writes++;

@@ -2,6 +2,7 @@
  * Wraps a store with added latency and injected faults, for tests and benchmarks that need S3's
  * round trips and failure modes on one machine (`NARWAL_STORE_LATENCY_MS`, `NARWAL_STORE_FAULTS`).
  */
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConditionalConflict, PreconditionFailed, StoreUnavailable } from './errors.js';
 import type { FaultRule } from './faultSpec.js';
@@ -10,12 +11,16 @@ import type {
   HeadResult,
   ListPage,
   NotModified,
+  ObjectInfo,
   ObjectStore,
   ObjectStream,
+  Presigner,
   PutBody,
   PutOptions,
   PutResult,
+  PutStreamOptions,
   StoredObject,
+  StreamOptions,
 } from './ObjectStore.js';
 
 export interface FaultOptions {
@@ -33,9 +38,12 @@ export class FaultyObjectStore implements ObjectStore {
   readonly #faults: readonly FaultRule[];
   readonly #random: () => number;
   readonly #onFault: ((fault: FaultRule, key: string) => void) | undefined;
+  /** URLs involve no store round trip here; what a client does with them is between it and the store. */
+  readonly presigner?: Presigner;
 
   constructor(inner: ObjectStore, options: FaultOptions) {
     this.#inner = inner;
+    if (inner.presigner) this.presigner = inner.presigner;
     this.#latencyMs = options.latencyMs;
     this.#faults = options.faults;
     this.#random = options.random ?? Math.random;
@@ -46,12 +54,22 @@ export class FaultyObjectStore implements ObjectStore {
     return this.#run('get', key, false, () => this.#inner.get(key, options));
   }
 
-  async getStream(key: string): Promise<ObjectStream> {
-    return this.#run('get', key, false, () => this.#inner.getStream(key));
+  async getStream(key: string, options?: StreamOptions): Promise<ObjectStream> {
+    return this.#run('get', key, false, () => this.#inner.getStream(key, options));
   }
 
   async head(key: string): Promise<HeadResult> {
     return this.#run('head', key, false, () => this.#inner.head(key));
+  }
+
+  async stat(key: string): Promise<ObjectInfo> {
+    return this.#run('head', key, false, () => this.#inner.stat(key));
+  }
+
+  async putStream(key: string, body: Readable, options: PutStreamOptions): Promise<void> {
+    return this.#run('put', key, options.ifNoneMatch !== undefined, () =>
+      this.#inner.putStream(key, body, options),
+    );
   }
 
   async put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {

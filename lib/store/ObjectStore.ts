@@ -48,7 +48,71 @@ export interface NotModified {
 
 export interface ObjectStream {
   readonly body: Readable;
+  /** The bytes `body` carries: the object's size, or the range's. */
   readonly size: number;
+}
+
+/** Bytes `start` to `end` (both included, as in HTTP's Range), or from `start` to the end. */
+export interface ByteRange {
+  readonly start: number;
+  readonly end?: number;
+}
+
+export interface StreamOptions {
+  /** Within the object (the caller checks it against `stat` first, as HTTP's 416 needs the size). */
+  readonly range?: ByteRange;
+}
+
+/** What `stat` tells: enough to know an object is there, without reading it. */
+export interface ObjectInfo {
+  readonly size: number;
+  /** When the object was last written (milliseconds since the epoch): S3's Last-Modified. */
+  readonly modified: number;
+}
+
+export interface PutStreamOptions {
+  /** The exact number of bytes the body must bring. */
+  readonly size: number;
+  /** The SHA-256 (64 lowercase hex digits) the body's bytes must have. */
+  readonly sha256: string;
+  /** `'*'`: create only. */
+  readonly ifNoneMatch?: '*';
+}
+
+export interface PresignOptions {
+  readonly method: 'GET' | 'PUT';
+  readonly expiresInSeconds: number;
+  /** PUT: the body's exact length (a signed Content-Length). */
+  readonly size?: number;
+  /**
+   * PUT: the SHA-256 (hex) of the body, sent as a signed `x-amz-checksum-sha256`; the store
+   * refuses other bytes only where `verifiesChecksums` says so.
+   */
+  readonly sha256?: string;
+  /** PUT: create only (a signed `If-None-Match: *`). */
+  readonly ifNoneMatch?: '*';
+}
+
+export interface PresignedRequest {
+  readonly url: string;
+  /** Headers the request must carry exactly so (they are signed). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly expiresAt: Date;
+}
+
+/**
+ * URLs a client uses to move bytes to and from the store directly, without narwal in between
+ * (S3's presigned URLs, Signature Version 4 in the query string:
+ * https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-presigned-url.html).
+ */
+export interface Presigner {
+  presign(key: string, options: PresignOptions): Promise<PresignedRequest>;
+  /**
+   * Whether the store refuses a PUT whose bytes do not match its `x-amz-checksum-sha256` (AWS S3
+   * does: https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html;
+   * Ceph RGW 16 stores the bytes anyway). Learned once by a probe written at `probeKey`.
+   */
+  verifiesChecksums(probeKey: string): Promise<boolean>;
 }
 
 export interface HeadResult {
@@ -67,13 +131,24 @@ export interface ListPage {
 export interface ObjectStore {
   /** Reads a whole (small) object. Throws `NotFound`. */
   get(key: string, options?: GetOptions): Promise<StoredObject | NotModified>;
-  /** Streams a (large) object. Throws `NotFound`. */
-  getStream(key: string): Promise<ObjectStream>;
+  /** Streams a (large) object, or a range of it. Throws `NotFound`. */
+  getStream(key: string, options?: StreamOptions): Promise<ObjectStream>;
   /** Throws `NotFound`. */
   head(key: string): Promise<HeadResult>;
+  /** Size and age only: unlike `head`, never reads the object (an embedded store hashes for etags). Throws `NotFound`. */
+  stat(key: string): Promise<ObjectInfo>;
   put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult>;
+  /**
+   * Writes a (large) body as it arrives, never holding it whole, and stores it only when it
+   * brought exactly `size` bytes whose SHA-256 is `sha256`: otherwise nothing is stored and it
+   * throws `ContentMismatch`. The key is addressed by that content, so a write that races another
+   * can only ever leave the same bytes there.
+   */
+  putStream(key: string, body: Readable, options: PutStreamOptions): Promise<void>;
   /** Keys under `prefix` in byte order, at most `limit` (default 1000) per page. */
   list(prefix: string, options?: { startAfter?: string; limit?: number }): Promise<ListPage>;
   /** Deleting a missing key succeeds, as in S3. */
   delete(key: string): Promise<void>;
+  /** Present when clients can reach the store themselves (S3); absent for the embedded store. */
+  readonly presigner?: Presigner;
 }

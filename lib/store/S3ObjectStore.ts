@@ -24,13 +24,19 @@ import type {
   HeadResult,
   ListPage,
   NotModified,
+  ObjectInfo,
   ObjectStore,
   ObjectStream,
+  Presigner,
   PutBody,
   PutOptions,
   PutResult,
+  PutStreamOptions,
   StoredObject,
+  StreamOptions,
 } from './ObjectStore.js';
+import { S3Presigner } from './S3Presigner.js';
+import { putStreamToS3 } from './s3PutStream.js';
 
 export interface S3ObjectStoreOptions {
   /** Configured by the caller (region, endpoint, retries, timeouts); never created here. */
@@ -52,11 +58,13 @@ export class S3ObjectStore implements ObjectStore {
    * is safe, and a real mismatch costs one extra request.
    */
   #unquotedIfMatchFirst = false;
+  readonly presigner: Presigner;
 
   constructor({ client, bucket, prefix = '' }: S3ObjectStoreOptions) {
     this.#client = client;
     this.#bucket = bucket;
     this.#prefix = prefix;
+    this.presigner = new S3Presigner({ client, bucket, prefix });
   }
 
   async get(key: string, options: GetOptions = {}): Promise<StoredObject | NotModified> {
@@ -83,15 +91,33 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async getStream(key: string): Promise<ObjectStream> {
+  async getStream(key: string, options?: StreamOptions): Promise<ObjectStream> {
+    const range = options?.range;
     try {
       const res = await this.#client.send(
-        new GetObjectCommand({ Bucket: this.#bucket, Key: this.#prefix + key }),
+        new GetObjectCommand({
+          Bucket: this.#bucket,
+          Key: this.#prefix + key,
+          ...(range ? { Range: `bytes=${range.start}-${range.end ?? ''}` } : {}),
+        }),
       );
       return { body: readableOf(bodyOf(res, key), key), size: res.ContentLength ?? 0 };
     } catch (error) {
       throw isStoreError(error) ? error : classifyS3Error(error, key);
     }
+  }
+
+  async stat(key: string): Promise<ObjectInfo> {
+    const { size, modified } = await this.head(key);
+    return { size, modified };
+  }
+
+  async putStream(key: string, body: Readable, options: PutStreamOptions): Promise<void> {
+    await putStreamToS3(
+      { client: this.#client, bucket: this.#bucket, key: this.#prefix + key, storeKey: key },
+      body,
+      options,
+    );
   }
 
   async head(key: string): Promise<HeadResult> {

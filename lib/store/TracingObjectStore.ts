@@ -3,23 +3,28 @@
  * took, whether it failed - to a sink, so a benchmark can tell how many store round trips a push
  * or a fetch waits for (`NARWAL_TRACE_DIR`; off unless set).
  */
+import type { Readable } from 'node:stream';
 import type {
   GetOptions,
   HeadResult,
   ListPage,
   NotModified,
+  ObjectInfo,
   ObjectStore,
   ObjectStream,
+  Presigner,
   PutBody,
   PutOptions,
   PutResult,
+  PutStreamOptions,
   StoredObject,
+  StreamOptions,
 } from './ObjectStore.js';
 
 export interface StoreSpan {
   /** Which store: `store` (the log) or `presence` (leases and locks). */
   readonly store: string;
-  readonly op: 'get' | 'getStream' | 'head' | 'put' | 'list' | 'delete';
+  readonly op: 'get' | 'getStream' | 'head' | 'stat' | 'put' | 'putStream' | 'list' | 'delete';
   readonly key: string;
   /** Start, in milliseconds since the epoch (fractional). */
   readonly start: number;
@@ -37,9 +42,11 @@ export class TracingObjectStore implements ObjectStore {
   readonly #inner: ObjectStore;
   readonly #name: string;
   readonly #sink: StoreSpanSink;
+  readonly presigner?: Presigner;
 
   constructor(inner: ObjectStore, name: string, sink: StoreSpanSink) {
     this.#inner = inner;
+    if (inner.presigner) this.presigner = inner.presigner;
     this.#name = name;
     this.#sink = sink;
   }
@@ -48,12 +55,22 @@ export class TracingObjectStore implements ObjectStore {
     return this.#trace('get', key, options?.ifNoneMatch !== undefined, () => this.#inner.get(key, options));
   }
 
-  getStream(key: string): Promise<ObjectStream> {
-    return this.#trace('getStream', key, false, () => this.#inner.getStream(key));
+  getStream(key: string, options?: StreamOptions): Promise<ObjectStream> {
+    return this.#trace('getStream', key, false, () => this.#inner.getStream(key, options));
   }
 
   head(key: string): Promise<HeadResult> {
     return this.#trace('head', key, false, () => this.#inner.head(key));
+  }
+
+  stat(key: string): Promise<ObjectInfo> {
+    return this.#trace('stat', key, false, () => this.#inner.stat(key));
+  }
+
+  putStream(key: string, body: Readable, options: PutStreamOptions): Promise<void> {
+    return this.#trace('putStream', key, options.ifNoneMatch !== undefined, () =>
+      this.#inner.putStream(key, body, options),
+    );
   }
 
   put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {

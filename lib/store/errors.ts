@@ -2,7 +2,12 @@
  * Typed store failures. Adapters translate vendor errors into exactly these, so callers act on
  * `code` and never on an SDK's error shapes.
  */
-export type StoreErrorCode = 'NotFound' | 'PreconditionFailed' | 'ConditionalConflict' | 'StoreUnavailable';
+export type StoreErrorCode =
+  | 'NotFound'
+  | 'PreconditionFailed'
+  | 'ConditionalConflict'
+  | 'StoreUnavailable'
+  | 'ContentMismatch';
 
 export class StoreError extends Error {
   readonly code: StoreErrorCode;
@@ -44,6 +49,17 @@ export class ConditionalConflict extends StoreError {
 export class StoreUnavailable extends StoreError {
   constructor(key: string, message: string, options?: { cause?: unknown }) {
     super('StoreUnavailable', key, message, options);
+  }
+}
+
+/** A streamed body brought other bytes than announced (its size or its SHA-256): nothing was stored. */
+export class ContentMismatch extends StoreError {
+  constructor(
+    key: string,
+    readonly what: 'size' | 'sha256',
+    detail: string,
+  ) {
+    super('ContentMismatch', key, `${key}: ${detail}`);
   }
 }
 

@@ -3,8 +3,16 @@
  * there (a Lambda sandbox between invocations, SIGSTOP), while everything else goes on; the
  * call then goes through to the real store. Decorators, not stand-ins: every call is the real one.
  */
+
+import type { Readable } from 'node:stream';
 import type { PresenceRecord, PresenceStore } from '../../lib/presence/PresenceStore.js';
-import type { GetOptions, ObjectStore, PutBody, PutOptions } from '../../lib/store/ObjectStore.js';
+import type {
+  GetOptions,
+  ObjectStore,
+  PutBody,
+  PutOptions,
+  PutStreamOptions,
+} from '../../lib/store/ObjectStore.js';
 
 export class Gate {
   readonly #match: (op: string, key: string) => boolean;
@@ -53,6 +61,14 @@ export function gatedStore(inner: ObjectStore, gate: Gate): ObjectStore {
     async head(key: string) {
       await gate.pass('head', key);
       return inner.head(key);
+    },
+    async stat(key: string) {
+      await gate.pass('stat', key);
+      return inner.stat(key);
+    },
+    async putStream(key: string, body: Readable, options: PutStreamOptions) {
+      await gate.pass('putStream', key);
+      return inner.putStream(key, body, options);
     },
     async put(key: string, body: PutBody, options?: PutOptions) {
       await gate.pass('put', key);

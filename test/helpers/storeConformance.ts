@@ -2,10 +2,11 @@
  * One behavioural contract for every ObjectStore adapter: the S3 semantics narwal's log relies on.
  * Each adapter's test file calls `describeObjectStoreConformance` with a factory.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isStoreError } from '../../lib/store/errors.js';
 import type { ObjectStore } from '../../lib/store/ObjectStore.js';
@@ -13,6 +14,22 @@ import type { ObjectStore } from '../../lib/store/ObjectStore.js';
 export interface StoreFixture {
   readonly store: ObjectStore;
   readonly cleanup: () => Promise<void>;
+}
+
+/** What an adapter can do beyond the common contract. */
+export interface StoreCapabilities {
+  /** Hands out presigned URLs (S3): clients move bytes without narwal in between. */
+  readonly presigns: boolean;
+}
+
+const sha256Hex = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+/** A body that arrives in pieces, as a request body does. */
+function streamOf(data: Buffer, pieces = 7): Readable {
+  const size = Math.ceil(data.length / pieces) || 1;
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < data.length; i += size) chunks.push(data.subarray(i, i + size));
+  return Readable.from(chunks);
 }
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
@@ -31,7 +48,11 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-export function describeObjectStoreConformance(name: string, make: () => Promise<StoreFixture>): void {
+export function describeObjectStoreConformance(
+  name: string,
+  make: () => Promise<StoreFixture>,
+  capabilities: StoreCapabilities = { presigns: false },
+): void {
   describe(`ObjectStore conformance: ${name}`, () => {
     let fixture: StoreFixture;
     let store: ObjectStore;
@@ -165,6 +186,115 @@ export function describeObjectStoreConformance(name: string, make: () => Promise
       );
       await rm(path, { force: true });
     });
+
+    it('tells the size and age of an object without reading it, and NotFound for a missing one', async () => {
+      const k = key('stat');
+      const before = Date.now();
+      await store.put(k, Buffer.from('twelve bytes'));
+      const info = await store.stat(k);
+      expect(info.size).toBe(12);
+      expect(info.modified).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000 - 1000);
+      expect(await codeOf(store.stat(key('no-such')))).toBe('NotFound');
+    });
+
+    it('streams a byte range of an object', async () => {
+      const k = key('ranged');
+      const data = randomBytes(100_000);
+      await store.put(k, data);
+      const middle = await store.getStream(k, { range: { start: 1000, end: 1999 } });
+      expect(middle.size).toBe(1000);
+      expect((await readAll(middle.body)).equals(data.subarray(1000, 2000))).toBe(true);
+      const tail = await store.getStream(k, { range: { start: 99_990 } });
+      expect(tail.size).toBe(10);
+      expect((await readAll(tail.body)).equals(data.subarray(99_990))).toBe(true);
+    });
+
+    it('stores a streamed body of the size and SHA-256 it was announced with', async () => {
+      const k = key('streamed');
+      const data = randomBytes(11 * 1024 * 1024 + 5);
+      await store.putStream(k, streamOf(data, 40), { size: data.length, sha256: sha256Hex(data) });
+      const stream = await store.getStream(k);
+      expect(stream.size).toBe(data.length);
+      expect((await readAll(stream.body)).equals(data)).toBe(true);
+      expect((await store.stat(k)).size).toBe(data.length);
+    });
+
+    it('stores nothing from a streamed body whose size or SHA-256 is not the announced one', async () => {
+      const data = randomBytes(64 * 1024);
+      const cases = [
+        { what: 'short', body: data.subarray(1), size: data.length, sha256: sha256Hex(data) },
+        {
+          what: 'long',
+          body: Buffer.concat([data, Buffer.from('x')]),
+          size: data.length,
+          sha256: sha256Hex(data),
+        },
+        { what: 'other bytes', body: randomBytes(data.length), size: data.length, sha256: sha256Hex(data) },
+        {
+          what: 'large, other bytes',
+          body: randomBytes(9 * 1024 * 1024),
+          size: 9 * 1024 * 1024,
+          sha256: sha256Hex(data),
+        },
+      ];
+      for (const c of cases) {
+        const k = key(`mismatch-${c.what.replace(/\W/g, '-')}`);
+        expect(
+          await codeOf(store.putStream(k, streamOf(c.body), { size: c.size, sha256: c.sha256 })),
+          c.what,
+        ).toBe('ContentMismatch');
+        expect(await codeOf(store.stat(k)), c.what).toBe('NotFound');
+      }
+    });
+
+    it('creates a streamed body only once with ifNoneMatch *', async () => {
+      const k = key('streamed-once');
+      const data = randomBytes(1000);
+      const options = { size: data.length, sha256: sha256Hex(data), ifNoneMatch: '*' } as const;
+      await store.putStream(k, streamOf(data), options);
+      expect(await codeOf(store.putStream(k, streamOf(data), options))).toBe('PreconditionFailed');
+    });
+
+    it(
+      capabilities.presigns ? 'hands out presigned PUT and GET requests' : 'hands out no presigned URLs',
+      async () => {
+        if (!capabilities.presigns) {
+          expect(store.presigner).toBeUndefined();
+          return;
+        }
+        const presigner = store.presigner;
+        if (presigner === undefined) throw new Error('no presigner');
+        const k = key('presigned');
+        const data = randomBytes(70_000);
+        const put = await presigner.presign(k, {
+          method: 'PUT',
+          expiresInSeconds: 600,
+          size: data.length,
+          sha256: sha256Hex(data),
+          ifNoneMatch: '*',
+        });
+        expect(put.expiresAt.getTime()).toBeGreaterThan(Date.now() + 500_000);
+        const first = await fetch(put.url, { method: 'PUT', headers: put.headers, body: data });
+        expect(first.status).toBe(200);
+        // The signed If-None-Match holds: the same URL cannot replace what it created.
+        const again = await fetch(put.url, {
+          method: 'PUT',
+          headers: put.headers,
+          body: randomBytes(data.length),
+        });
+        expect(again.status).toBe(412);
+        // A body of another length than the signed one is refused.
+        const short = await fetch(put.url, { method: 'PUT', headers: put.headers, body: data.subarray(1) });
+        expect(short.ok).toBe(false);
+        const get = await presigner.presign(k, { method: 'GET', expiresInSeconds: 600 });
+        const whole = await fetch(get.url, { headers: get.headers });
+        expect(Buffer.from(await whole.arrayBuffer()).equals(data)).toBe(true);
+        const resumed = await fetch(get.url, { headers: { ...get.headers, range: 'bytes=60000-' } });
+        expect(resumed.status).toBe(206);
+        expect(Buffer.from(await resumed.arrayBuffer()).equals(data.subarray(60_000))).toBe(true);
+        expect(typeof (await presigner.verifiesChecksums(key('checksum-probe')))).toBe('boolean');
+      },
+    );
 
     it('lists keys under a prefix in order, page by page', async () => {
       const dir = key('list');

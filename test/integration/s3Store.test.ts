@@ -46,11 +46,15 @@ async function makeBucket(client: S3Client): Promise<string> {
   return bucket;
 }
 
-describeObjectStoreConformance('s3 (Ceph RGW)', async () => {
-  const client = makeClient();
-  const bucket = await makeBucket(client);
-  return { store: new S3ObjectStore({ client, bucket, prefix: 'conformance/' }), cleanup: async () => {} };
-});
+describeObjectStoreConformance(
+  's3 (Ceph RGW)',
+  async () => {
+    const client = makeClient();
+    const bucket = await makeBucket(client);
+    return { store: new S3ObjectStore({ client, bucket, prefix: 'conformance/' }), cleanup: async () => {} };
+  },
+  { presigns: true },
+);
 
 describe('S3ObjectStore on Ceph RGW', () => {
   it('passes every check of narwal doctor, leaving nothing behind', async () => {

@@ -27,6 +27,8 @@ function counting(store: ObjectStore, ops: string[]): ObjectStore {
     get: (key, options) => note(`get ${key}`, store.get(key, options)),
     getStream: (key) => note(`getStream ${key}`, store.getStream(key)),
     head: (key) => note(`head ${key}`, store.head(key)),
+    stat: (key) => note(`stat ${key}`, store.stat(key)),
+    putStream: (key, body, options) => note(`putStream ${key}`, store.putStream(key, body, options)),
     put: (key, body, options) => note(`put ${key}`, store.put(key, body, options)),
     list: (prefix, options) => note(`list ${prefix}`, store.list(prefix, options)),
     delete: (key) => note(`delete ${key}`, store.delete(key)),

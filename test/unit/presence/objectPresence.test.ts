@@ -51,7 +51,9 @@ describe('ObjectPresenceStore', () => {
       get: () => Promise.reject(failure),
       getStream: () => Promise.reject(failure),
       head: () => Promise.reject(failure),
+      stat: () => Promise.reject(failure),
       put: () => Promise.reject(failure),
+      putStream: () => Promise.reject(failure),
       list: () => Promise.reject(failure),
       delete: () => Promise.reject(failure),
     };

@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { afterEach } from 'vitest';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import type {
@@ -12,12 +13,15 @@ import type {
   HeadResult,
   ListPage,
   NotModified,
+  ObjectInfo,
   ObjectStore,
   ObjectStream,
   PutBody,
   PutOptions,
   PutResult,
+  PutStreamOptions,
   StoredObject,
+  StreamOptions,
 } from '../../../lib/store/ObjectStore.js';
 import type { PushCommand, PushJob } from '../../../lib/wal/Publisher.js';
 import { ZERO_OID } from '../../../lib/wal/types.js';
@@ -61,11 +65,17 @@ export class ForwardingStore implements ObjectStore {
   get(key: string, options?: GetOptions): Promise<StoredObject | NotModified> {
     return this.inner.get(key, options);
   }
-  getStream(key: string): Promise<ObjectStream> {
-    return this.inner.getStream(key);
+  getStream(key: string, options?: StreamOptions): Promise<ObjectStream> {
+    return this.inner.getStream(key, options);
   }
   head(key: string): Promise<HeadResult> {
     return this.inner.head(key);
+  }
+  stat(key: string): Promise<ObjectInfo> {
+    return this.inner.stat(key);
+  }
+  putStream(key: string, body: Readable, options: PutStreamOptions): Promise<void> {
+    return this.inner.putStream(key, body, options);
   }
   put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {
     return this.inner.put(key, body, options);
