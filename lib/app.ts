@@ -35,6 +35,7 @@ import { healthCheck } from './http/health.js';
 import { MemoryBudget } from './http/MemoryBudget.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
+import { LfsObjects } from './lfs/LfsObjects.js';
 import type { Logger } from './log.js';
 import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
 import type { PresenceStore } from './presence/PresenceStore.js';
@@ -251,6 +252,14 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     health: healthCheck({ store, presence, cacheDir: config.cacheDir }),
     ...(chunkedPushes ? { chunkedPushes } : {}),
     allowedHosts: config.allowedHosts,
+    lfs: new LfsObjects({
+      store,
+      maxObjectBytes: config.lfs.maxObjectBytes,
+      urlTtlSeconds: config.lfs.urlTtlSeconds,
+      presign: config.lfs.presign,
+    }),
+    // Uploads and downloads narwal serves itself go where long transfers go.
+    ...(config.route ? { lfsTransferBase: config.route.poolUrl } : {}),
     ...(config.route
       ? {
           routeTransfer: createTransferRouter({

@@ -65,6 +65,8 @@ export interface Config {
   readonly bodyMinRate: number;
   /** Rendered repository pages a node keeps in memory (lib/http/browseRoutes.ts). */
   readonly browseCacheBytes: number;
+  /** Git LFS (lib/lfs): the largest object accepted, and how the bytes move. */
+  readonly lfs: LfsConfig;
   readonly gitChildren: number;
   /** How many of those one client (a token, or an anonymous address) may run at once. */
   readonly gitShare: number;
@@ -107,6 +109,14 @@ export interface EventsConfig {
   readonly backoffCapMs: number;
   /** How often a server catches up the deliveries of the repositories in its cache. */
   readonly catchUpMs: number;
+}
+
+export interface LfsConfig {
+  readonly maxObjectBytes: number;
+  /** How long the actions of a batch answer (presigned URLs among them) may be used. */
+  readonly urlTtlSeconds: number;
+  /** With a store that presigns (S3), clients move the bytes to and from it themselves. */
+  readonly presign: boolean;
 }
 
 export interface RouteConfig {
@@ -283,6 +293,13 @@ export function loadConfig(
     bodyIdleMs: integer(env, 'NARWAL_BODY_IDLE_MS', 30_000, 100, 3_600_000),
     bodyMinRate: integer(env, 'NARWAL_BODY_MIN_RATE', 1024, 0, 1024 ** 3),
     browseCacheBytes: integer(env, 'NARWAL_BROWSE_CACHE_BYTES', 64 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
+    lfs: {
+      // 5 GiB: the most one S3 PUT (a presigned upload) may carry.
+      maxObjectBytes: integer(env, 'NARWAL_LFS_MAX_OBJECT_BYTES', 5 * 1024 ** 3, 1, 5 * 1024 ** 3),
+      // S3 refuses presigned URLs valid for longer than 7 days.
+      urlTtlSeconds: integer(env, 'NARWAL_LFS_URL_TTL_S', 3600, 60, 7 * 24 * 3600),
+      presign: flag(env, 'NARWAL_LFS_PRESIGN', true),
+    },
     gitChildren,
     gitShare: integer(env, 'NARWAL_GIT_SHARE', gitShareOf(gitChildren), 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.

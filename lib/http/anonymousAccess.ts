@@ -48,6 +48,8 @@ export function anonymousAccess(method: string, rawPath: string, query: URLSearc
   if (path === '/') return query.has('sign-in') ? CHALLENGE : OPEN;
   if (path === '/-/login') return CHALLENGE;
   if (path.startsWith('/api/v1/')) return apiAccess(method, path.slice('/api/v1'.length));
+  const lfs = /^\/(.+)\.git\/info\/lfs(\/.*)?$/.exec(path);
+  if (lfs) return lfsAccess(method, lfs[1] ?? '', lfs[2] ?? '');
   const suffix = GIT_SUFFIXES.find((s) => path.endsWith(s));
   if (suffix === undefined) return pageAccess(method, path.slice(1));
   let target: { repo: string; at?: number };
@@ -79,6 +81,24 @@ function apiAccess(method: string, path: string): AnonymousAccess {
   // The API's rewind is a POST (anything else is 405); it needs write access.
   if (split >= 0 && rest.slice(split + 3) === 'rewind') return method === 'POST' ? CHALLENGE : OPEN;
   return isGet(method) ? { kind: 'read', repo } : OPEN;
+}
+
+/**
+ * Git LFS (lfsRoutes.ts): a batch is a read until its body says it is an upload, so anonymous
+ * batches of a public repository pass and the core asks an anonymous upload for credentials
+ * itself (git-lfs reads its LFS-Authenticate, which the gateway leaves alone). Uploads, verifies
+ * and every change of a lock need write access.
+ */
+function lfsAccess(method: string, repoPart: string, rest: string): AnonymousAccess {
+  const repo = validRepo(repoPart);
+  if (repo === undefined) return OPEN;
+  if (rest === '/objects/batch') return method === 'POST' ? { kind: 'read', repo } : OPEN;
+  if (/^\/objects\/[^/]+$/.test(rest)) {
+    if (isGet(method)) return { kind: 'read', repo };
+    return method === 'PUT' ? CHALLENGE : OPEN;
+  }
+  if (rest === '/verify') return method === 'POST' ? CHALLENGE : OPEN;
+  return OPEN;
 }
 
 function pageAccess(method: string, path: string): AnonymousAccess {

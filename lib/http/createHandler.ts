@@ -8,10 +8,11 @@ import type { TokenStore } from '../auth/TokenStore.js';
 import { apiRoute } from './apiRoutes.js';
 import { baseUrl } from './baseUrl.js';
 import type { BrowseRouteDeps } from './browseRoutes.js';
-import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
+import { asHtml, asJson, asLfsJson, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
 import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
+import { isLfsPath, isLfsRequest, type LfsRouteDeps, lfsRoute } from './lfsRoutes.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
 import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
@@ -19,7 +20,7 @@ import { requireSameOrigin } from './sameOrigin.js';
 import { isTokensPath, tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
-export interface HandlerDeps extends GitRouteDeps, BrowseRouteDeps {
+export interface HandlerDeps extends GitRouteDeps, BrowseRouteDeps, LfsRouteDeps {
   readonly tokens: TokenStore;
   /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */
   readonly health?: HealthCheck;
@@ -34,6 +35,7 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
     } catch (error) {
       const response = errorResponse(error, request.requestId, deps.logger);
       if (request.path.startsWith('/api/')) return asJson(response);
+      if (isLfsRequest(request.path)) return asLfsJson(response, request.requestId);
       // git and curl get the message as text; a browser gets it as a page.
       return wantsHtml(request) && !isGitPath(request.path) ? asHtml(response) : response;
     }
@@ -53,6 +55,7 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
   }
   if (path === '/-/login') return loginPage(principal);
   if (path.startsWith('/api/v1/')) return apiRoute(deps, request, path.slice('/api/v1'.length), principal);
+  if (isLfsPath(path)) return lfsRoute(deps, request, path, principal);
   const suffix = gitSuffix(path);
   if (suffix === undefined) return monitorRoute(deps, request, path.slice(1), principal);
   const { repo, at } = gitRepoFromPath(path.slice(1, -suffix.length));

@@ -11,6 +11,18 @@ import { Busy } from '../git/GitBudget.js';
 import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
+import {
+  InvalidLfsRequest,
+  LfsContentMismatch,
+  LfsObjectMissing,
+  LfsObjectTooLarge,
+  LfsUploadMissing,
+  LockConflict,
+  LockNotFound,
+  LockNotOwned,
+  TooManyLocks,
+  UnsupportedHashAlgorithm,
+} from '../lfs/errors.js';
 import { errorPageView } from '../monitor/pages.js';
 import { RuleNotFound } from '../policy/protection.js';
 import { InvalidProtection } from '../policy/protectionRules.js';
@@ -43,6 +55,8 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
     });
   }
   if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
+  const lfs = lfsError(error, requestId);
+  if (lfs) return lfs;
   if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
   if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
   if (error instanceof InvalidGrant) return text(400, `narwal: ${error.message}`);
@@ -72,6 +86,52 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   }
   logger.error('unexpected error', { requestId, error: describe(error) });
   return text(500, `narwal: internal error (request ${requestId})`);
+}
+
+/** Git LFS failures; a lock conflict carries the lock in its answer, as the locking API says. */
+function lfsError(error: unknown, requestId: string): CoreResponse | null {
+  if (error instanceof InvalidLfsRequest || error instanceof LfsContentMismatch)
+    return text(422, `narwal: ${error.message}`);
+  if (error instanceof UnsupportedHashAlgorithm) return text(409, `narwal: ${error.message}`);
+  if (error instanceof LfsObjectMissing || error instanceof LfsUploadMissing || error instanceof LockNotFound)
+    return text(404, `narwal: ${error.message}`);
+  if (error instanceof LfsObjectTooLarge) return text(413, `narwal: ${error.message}`);
+  if (error instanceof LockNotOwned) return text(403, `narwal: ${error.message}`);
+  if (error instanceof TooManyLocks) return text(409, `narwal: ${error.message}`);
+  if (error instanceof LockConflict) {
+    return {
+      status: 409,
+      headers: { 'content-type': LFS_MEDIA_TYPE, ...NOT_STORED },
+      body: Buffer.from(
+        JSON.stringify({ lock: error.lock, message: `narwal: ${error.message}`, request_id: requestId }),
+      ),
+    };
+  }
+  return null;
+}
+
+/** Git LFS's media type (https://github.com/git-lfs/git-lfs/blob/main/docs/api/batch.md). */
+export const LFS_MEDIA_TYPE = 'application/vnd.git-lfs+json';
+
+/**
+ * An error response for a Git LFS client: `{"message", "request_id"}` as LFS's JSON, with
+ * `LFS-Authenticate` beside `WWW-Authenticate` on a 401 (git-lfs reads it first, and API Gateway
+ * renames `WWW-Authenticate` but passes it). An answer that already is LFS JSON is kept.
+ */
+export function asLfsJson(response: CoreResponse, requestId: string): CoreResponse {
+  if (response.headers['content-type'] === LFS_MEDIA_TYPE) return response;
+  const message = Buffer.isBuffer(response.body) ? response.body.toString('utf8').trim() : '';
+  const challenge = response.headers['www-authenticate'];
+  return {
+    status: response.status,
+    headers: {
+      ...response.headers,
+      'content-type': LFS_MEDIA_TYPE,
+      ...NOT_STORED,
+      ...(challenge ? { 'lfs-authenticate': challenge } : {}),
+    },
+    body: Buffer.from(JSON.stringify({ message, request_id: requestId })),
+  };
 }
 
 /**

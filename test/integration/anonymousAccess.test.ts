@@ -46,6 +46,16 @@ function pathsFor(repo: string): string[] {
     `/${repo}.git/git-upload-pack`,
     `/${repo}.git/git-receive-pack`,
     `/${repo}.git@1/git-receive-pack`,
+    `/${repo}.git/info/lfs/objects/batch`,
+    `/${repo}.git/info/lfs/objects/${'a'.repeat(64)}`,
+    `/${repo}.git/info/lfs/objects/not-an-oid`,
+    `/${repo}.git/info/lfs/verify`,
+    `/${repo}.git/info/lfs/verify?upload=${'0'.repeat(32)}`,
+    `/${repo}.git/info/lfs/locks`,
+    `/${repo}.git/info/lfs/locks?path=a.bin`,
+    `/${repo}.git/info/lfs/locks/verify`,
+    `/${repo}.git/info/lfs/locks/0123/unlock`,
+    `/${repo}.git/info/lfs/nope`,
   ];
 }
 

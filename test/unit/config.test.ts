@@ -46,6 +46,7 @@ describe('loadConfig', () => {
       bodyIdleMs: 30_000,
       bodyMinRate: 1024,
       browseCacheBytes: 64 * 1024 ** 2,
+      lfs: { maxObjectBytes: 5 * 1024 ** 3, urlTtlSeconds: 3600, presign: true },
       gitChildren: 64,
       gitShare: 48,
       gitQueueMs: 0,
@@ -147,6 +148,21 @@ describe('loadConfig', () => {
     expect(configError({ NARWAL_CLOCK_SKEW_MS: '1.5' }).message).toMatch(/^NARWAL_CLOCK_SKEW_MS must be/);
     expect(configError({ NARWAL_CLOCK_SKEW_MS: '-3600001' }).message).toMatch(
       /^NARWAL_CLOCK_SKEW_MS must be/,
+    );
+  });
+
+  it('reads the Git LFS settings and refuses objects over what one S3 PUT carries', () => {
+    const lfs = loadConfig({
+      NARWAL_LFS_MAX_OBJECT_BYTES: '1048576',
+      NARWAL_LFS_URL_TTL_S: '600',
+      NARWAL_LFS_PRESIGN: 'false',
+    }).lfs;
+    expect(lfs).toEqual({ maxObjectBytes: 1048576, urlTtlSeconds: 600, presign: false });
+    expect(configError({ NARWAL_LFS_MAX_OBJECT_BYTES: String(5 * 1024 ** 3 + 1) }).message).toMatch(
+      /^NARWAL_LFS_MAX_OBJECT_BYTES must be/,
+    );
+    expect(configError({ NARWAL_LFS_URL_TTL_S: String(8 * 24 * 3600) }).message).toMatch(
+      /^NARWAL_LFS_URL_TTL_S must be/,
     );
   });
 
