@@ -103,7 +103,7 @@ describe('git lfs on S3 (Ceph RGW)', () => {
     await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
     // Stored under the oids, and nothing left under incoming/.
     const keys = (await server.app.store.list(lfsPrefix(REPO))).keys;
-    expect(keys.sort()).toEqual(
+    expect([...keys].sort()).toEqual(
       [`${lfsPrefix(REPO)}objects/${big}`, `${lfsPrefix(REPO)}objects/${small}`].sort(),
     );
 
