@@ -35,6 +35,7 @@ import { healthCheck } from './http/health.js';
 import { MemoryBudget } from './http/MemoryBudget.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
+import { LfsLocks } from './lfs/LfsLocks.js';
 import { LfsObjects } from './lfs/LfsObjects.js';
 import type { Logger } from './log.js';
 import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
@@ -258,6 +259,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       urlTtlSeconds: config.lfs.urlTtlSeconds,
       presign: config.lfs.presign,
     }),
+    locks: new LfsLocks({ wal, publisher }),
     // Uploads and downloads narwal serves itself go where long transfers go.
     ...(config.route ? { lfsTransferBase: config.route.poolUrl } : {}),
     ...(config.route

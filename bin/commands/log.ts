@@ -1,5 +1,6 @@
 /** `narwal log REPO`: the newest entries, newest first. */
 import { parseArgs } from 'node:util';
+import { settingsText } from '../../lib/monitor/html.js';
 import { parseRepoName } from '../../lib/repoName.js';
 import { cliContext, type ExitCode } from './context.js';
 
@@ -22,6 +23,12 @@ export async function log(args: string[]): Promise<ExitCode> {
     const kind = item.kind ? ` ${item.kind}` : '';
     console.log(`#${item.seq} ${item.time} ${item.who.token}${kind}${item.atomic ? ' (atomic)' : ''}`);
     for (const u of item.updates) console.log(`    ${u.ref} ${u.old.slice(0, 10)} -> ${u.new.slice(0, 10)}`);
+    const lock = item.lock;
+    if (lock)
+      console.log(
+        `    ${lock.action} ${lock.path}${lock.forced ? ` (held by ${lock.owner.name}, forced)` : ''}`,
+      );
+    if (item.settings) console.log(`    settings: ${settingsText(item.settings)}`);
   }
   return 0;
 }

@@ -98,6 +98,12 @@ function lfsAccess(method: string, repoPart: string, rest: string): AnonymousAcc
     return method === 'PUT' ? CHALLENGE : OPEN;
   }
   if (rest === '/verify') return method === 'POST' ? CHALLENGE : OPEN;
+  if (rest === '/locks') {
+    if (isGet(method)) return { kind: 'read', repo };
+    return method === 'POST' ? CHALLENGE : OPEN;
+  }
+  if (rest === '/locks/verify' || /^\/locks\/[A-Za-z0-9_-]{1,64}\/unlock$/.test(rest))
+    return method === 'POST' ? CHALLENGE : OPEN;
   return OPEN;
 }
 

@@ -60,6 +60,7 @@ tr.checkpoint td { color: var(--muted); }
 .tag.rewind { border-color: #bf8700; color: #bf8700; }
 .tag.forced { border-color: #cf222e; color: #cf222e; }
 .tag.ff { border-color: #1a7f37; color: #1a7f37; }
+.tag.lock { border-color: #0969da; color: #0969da; }
 .box { border: 1px solid var(--line); border-radius: 6px; padding: 0.6rem 0.8rem; margin: 0.75rem 0; }
 .box.error { border-color: #cf222e; }
 .box.done { border-color: #1a7f37; }
@@ -109,6 +110,11 @@ export function timeTag(iso: string | undefined): Html {
   if (iso === undefined) return html``;
   const match = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)/.exec(iso);
   return match ? html`<time datetime="${iso}">${match[1]} ${match[2]}</time>` : html`${iso}`;
+}
+
+/** A repository's settings in words, for the log (`narwal log` and the pages). */
+export function settingsText(settings: { readonly lfsPushCheck?: boolean }): string {
+  return `LFS push check ${settings.lfsPushCheck === false ? 'off' : 'on'}`;
 }
 
 /** "1 commit", "3 commits". */

@@ -4,7 +4,7 @@ import type { LogSlice } from '../history/logPage.js';
 import type { RefMove } from '../history/refMoves.js';
 import type { Identity, LogItem, RefUpdate, RefValue, RepoIndex } from '../wal/types.js';
 import { ZERO_OID } from '../wal/types.js';
-import { type Html, html, layout, plural, SIGN_IN, shortOid, timeTag } from './html.js';
+import { type Html, html, layout, plural, SIGN_IN, settingsText, shortOid, timeTag } from './html.js';
 
 export interface PageContext {
   readonly user: string | null;
@@ -56,7 +56,12 @@ ${
 
 function kindTags(repo: string, item: LogItem): Html {
   const rewind = item.rewind;
+  const lock = item.lock;
   return html`${item.kind === 'checkpoint' ? html`<span class="tag checkpoint">checkpoint</span> ` : ''}${
+    lock
+      ? html`<span class="tag lock">${lock.action}</span> <code>${lock.path}</code>${lock.forced ? ` held by ${lock.owner.name}, forced` : ''} `
+      : ''
+  }${item.settings ? html`<span class="tag">settings</span> ${settingsText(item.settings)} ` : ''}${
     rewind
       ? html`<a class="tag rewind" href="${entryLink(repo, rewind.to)}">rewind to #${rewind.to}${rewind.refs ? ` (${rewind.refs})` : ''}</a> `
       : ''

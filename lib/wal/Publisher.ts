@@ -34,6 +34,7 @@ import { putImmutable } from './putImmutable.js';
 import { applyChanges } from './refRows.js';
 import type {
   CheckpointPointer,
+  EntryKind,
   EntryObject,
   Identity,
   LoadedIndex,
@@ -85,6 +86,32 @@ export interface PushJob {
    * made against, and the resulting rule set enters the index and the entry.
    */
   readonly protection?: ProtectionChange;
+  /** A change of the repository's state beside its refs (no commands): see StateChange. */
+  readonly change?: StateChange;
+}
+
+/**
+ * A change of what the index holds beside refs and rules (Git LFS locks, settings), decided
+ * against the index the CAS is made against, as a protect job is: so of two racing changes the
+ * second is decided knowing the first, and the log records each with who made it.
+ */
+export interface StateChange {
+  readonly kind: Extract<EntryKind, 'lock' | 'settings'>;
+  /**
+   * What the change makes of `index` (as the jobs before it in the batch left it); null when it
+   * changes nothing. Throws to refuse the change: the publish rejects with that error. May read
+   * the store; writes nothing (the publisher writes `objects` before the CAS that names them).
+   */
+  decide(index: RepoIndex): Promise<StateDecision | null>;
+}
+
+export interface StateDecision {
+  /** The index fields the change sets (a field set to undefined is removed). */
+  readonly index: Partial<Pick<RepoIndex, 'lfsLocks' | 'settings'>>;
+  /** What the entry, and its log item, record about the change. */
+  readonly entry: Pick<EntryObject, 'lock' | 'settings'>;
+  /** Immutable objects the new index names, written create-only before the CAS. */
+  readonly objects: readonly { readonly key: string; readonly body: Buffer }[];
 }
 
 export type RefOutcome =
@@ -203,6 +230,8 @@ interface Decision {
   readonly rules?: readonly ProtectionRule[];
   /** A protect job that cannot apply (its result breaks the bounds): rejected with this. */
   readonly failure?: Error;
+  /** A state change's decision, when it changes something. */
+  readonly state?: StateDecision;
 }
 
 export class Publisher {
@@ -279,8 +308,9 @@ export class Publisher {
       // The entries, the packs and whatever keeps the next index bounded (pages and chunks of
       // items published before, tables of ref rows) are all written at once, before the CAS:
       // none of them names another, so one round trip covers them all.
-      const [, uploads, next] = await Promise.all([
+      const [, , uploads, next] = await Promise.all([
         this.#writeEntries(entries, written),
+        this.#writeStateObjects(publishing, written),
         Promise.allSettled(publishing.map((d) => d.pending.job.stored)),
         boundIndex(
           this.#wal,
@@ -349,7 +379,7 @@ export class Publisher {
     }
     const busy = `narwal: busy: too many concurrent pushes to ${repo}; retry the push in a moment`;
     for (const p of batch) {
-      if (p.job.protection) {
+      if (p.job.protection || p.job.change) {
         // No ref to refuse: the caller of a rule change hears a retryable error instead.
         p.reject(new Busy(busy));
         continue;
@@ -373,7 +403,19 @@ export class Publisher {
     names.add(index.head);
     const refs = await this.#wal.resolveRefs(index, names);
     let rules = index.protection;
-    const decisions = batch.map((pending): Decision => {
+    // The index as the state changes before each job in the batch left it.
+    let current = index;
+    const decideChange = async (pending: Pending, change: StateChange): Promise<Decision> => {
+      try {
+        const state = await change.decide(current);
+        if (state === null) return { pending, outcomes: [], updates: [], publish: false };
+        current = { ...current, ...state.index };
+        return { pending, outcomes: [], updates: [], publish: true, state };
+      } catch (error) {
+        return { pending, outcomes: [], updates: [], publish: false, failure: error as Error };
+      }
+    };
+    const decideJob = (pending: Pending): Decision => {
       const change = pending.job.protection;
       if (change !== undefined) {
         try {
@@ -419,8 +461,26 @@ export class Publisher {
       const checkpoint = pending.job.checkpoint;
       const newsworthy = checkpoint !== undefined && (index.checkpoint?.seq ?? -1) < checkpoint.seq;
       return { pending, outcomes, updates, publish: updates.length > 0 || newsworthy };
-    });
+    };
+    const decisions: Decision[] = [];
+    for (const pending of batch) {
+      const change = pending.job.change;
+      decisions.push(change ? await decideChange(pending, change) : decideJob(pending));
+    }
     return { decisions, head: chooseHead(index.head, refs, decisions) };
+  }
+
+  /** Writes the objects state changes name (a retried CAS reuses those already written). */
+  async #writeStateObjects(publishing: readonly Decision[], written: Set<string>): Promise<void> {
+    await Promise.all(
+      publishing.flatMap((d) =>
+        (d.state?.objects ?? []).map(async ({ key, body }) => {
+          if (written.has(key)) return;
+          await putImmutable(this.#wal.store, key, body);
+          written.add(key);
+        }),
+      ),
+    );
   }
 
   /** Writes the entry objects not yet written in this commit (a retried CAS reuses them). */
@@ -499,6 +559,7 @@ function appendItems(index: RepoIndex, publishing: Decision[], items: LogItem[],
   };
   for (const d of publishing) {
     if (d.rules) next = { ...next, protection: d.rules };
+    if (d.state) next = { ...next, ...d.state.index };
     const checkpoint = d.pending.job.checkpoint;
     if (checkpoint && (next.checkpoint?.seq ?? -1) < checkpoint.seq) {
       next = { ...withCheckpointTable(next, checkpoint), checkpoint };
@@ -527,7 +588,15 @@ function entriesOf(index: RepoIndex, publishing: readonly Decision[]): PreparedE
     const entry: EntryObject = {
       v: 1,
       id: d.pending.id,
-      kind: job.checkpoint ? 'checkpoint' : job.protection ? 'protect' : job.rewind ? 'rewind' : 'push',
+      kind: job.change
+        ? job.change.kind
+        : job.checkpoint
+          ? 'checkpoint'
+          : job.protection
+            ? 'protect'
+            : job.rewind
+              ? 'rewind'
+              : 'push',
       time: d.pending.time,
       who: job.who,
       updates: d.updates,
@@ -537,6 +606,7 @@ function entriesOf(index: RepoIndex, publishing: readonly Decision[]): PreparedE
       ...(job.rewind ? { rewind: job.rewind } : {}),
       ...(job.checkpoint ? { checkpoint: job.checkpoint } : {}),
       ...(d.rules ? { protection: d.rules } : {}),
+      ...(d.state?.entry ?? {}),
     };
     const body = encodeJson(entry);
     const key = entryKey(index.repo, sha256(body));
@@ -564,6 +634,8 @@ export function summarize(seq: number, key: string, entry: EntryObject): LogItem
     ...(entry.atomic ? { atomic: true as const } : {}),
     ...(entry.rewind ? { rewind: entry.rewind } : {}),
     ...(entry.checkpoint ? { checkpoint: entry.checkpoint } : {}),
+    ...(entry.lock ? { lock: entry.lock } : {}),
+    ...(entry.settings ? { settings: entry.settings } : {}),
   };
 }
 

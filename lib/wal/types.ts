@@ -52,9 +52,34 @@ export interface Identity {
 /**
  * What an entry is: a push; a rewind (a push made by narwal restoring the refs of an earlier
  * entry); a checkpoint (no ref changes; names a full snapshot and consolidated packs); a protect
- * (no ref changes; sets the repository's protection rules, recorded in full in the entry).
+ * (no ref changes; sets the repository's protection rules, recorded in full in the entry); a lock
+ * (no ref changes; a Git LFS lock taken or released); a settings change (no ref changes; the
+ * repository's settings, recorded in full).
  */
-export type EntryKind = 'push' | 'rewind' | 'checkpoint' | 'protect';
+export type EntryKind = 'push' | 'rewind' | 'checkpoint' | 'protect' | 'lock' | 'settings';
+
+/** A Git LFS lock taken or released, as its entry records it (lib/lfs/LfsLocks.ts). */
+export interface LockEvent {
+  readonly action: 'lock' | 'unlock';
+  readonly id: string;
+  readonly path: string;
+  /** Who holds (or held) the lock: a token's name, and its id unless it is the configured admin token. */
+  readonly owner: { readonly name: string; readonly tokenId?: string };
+  /** Released by an admin while someone else held it. */
+  readonly forced?: true;
+}
+
+/** A repository's settings; an absent one has its default. */
+export interface RepoSettings {
+  /** Refuse a push whose new commits point at Git LFS objects the store lacks (default: true). */
+  readonly lfsPushCheck?: boolean;
+}
+
+/** The repository's table of Git LFS locks (`lfs/locks/<sha256>.json`, lib/lfs/lockTable.ts). */
+export interface LocksPointer {
+  readonly key: string;
+  readonly count: number;
+}
 
 export interface RewindInfo {
   /** The entry whose ref state was restored. */
@@ -80,6 +105,10 @@ export interface EntryObject {
   readonly checkpoint?: CheckpointPointer;
   /** A protect entry: the complete rule set in force from this entry on. */
   readonly protection?: readonly ProtectionRule[];
+  /** A lock entry: the lock taken or released. */
+  readonly lock?: LockEvent;
+  /** A settings entry: the complete settings in force from this entry on. */
+  readonly settings?: RepoSettings;
 }
 
 /** At most this many ref updates are copied into a log item; the entry object has them all. */
@@ -101,6 +130,8 @@ export interface LogItem {
   readonly atomic?: true;
   readonly rewind?: RewindInfo;
   readonly checkpoint?: CheckpointPointer;
+  readonly lock?: LockEvent;
+  readonly settings?: RepoSettings;
 }
 
 /**
@@ -207,6 +238,10 @@ export interface RepoIndex {
    * protect entry, so every push is checked against the rules of the index it CASes against.
    */
   readonly protection?: readonly ProtectionRule[];
+  /** The Git LFS locks held (absent: none). Changed only by a lock entry. */
+  readonly lfsLocks?: LocksPointer;
+  /** Settings other than the defaults. Changed only by a settings entry. */
+  readonly settings?: RepoSettings;
 }
 
 /** Where the items kept in chunks end (an index from before chunks keeps none). */
