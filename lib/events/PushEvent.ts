@@ -5,7 +5,7 @@
  */
 import type { ProtectionRule } from '../policy/protectionRules.js';
 import { incarnationId } from '../wal/keys.js';
-import type { EntryKind, LogItem, RefUpdate, RepoIndex } from '../wal/types.js';
+import type { EntryKind, LockEvent, LogItem, RefUpdate, RepoIndex, RepoSettings } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 
 /** An event carries at most this many ref updates (`count` says how many the entry has). */
@@ -27,6 +27,10 @@ export interface PushEvent {
   readonly atomic: boolean;
   /** A protect entry: the rules in force from this entry on. */
   readonly protection?: readonly ProtectionRule[];
+  /** A lock entry: the Git LFS lock taken or released. */
+  readonly lock?: LockEvent;
+  /** A settings entry: the settings in force from this entry on. */
+  readonly settings?: RepoSettings;
 }
 
 export function eventId(repo: string, incarnation: string, seq: number): string {
@@ -67,5 +71,7 @@ async function eventOf(wal: Wal, repo: string, incarnation: string, item: LogIte
     ...(updates.length < all.length ? { count: all.length } : {}),
     atomic: item.atomic === true,
     ...(entry?.protection ? { protection: entry.protection } : {}),
+    ...(item.lock ? { lock: item.lock } : {}),
+    ...(item.settings ? { settings: item.settings } : {}),
   };
 }

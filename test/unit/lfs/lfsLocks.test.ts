@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { eventsAfter } from '../../../lib/events/PushEvent.js';
 import { LockConflict, LockNotFound, LockNotOwned, TooManyLocks } from '../../../lib/lfs/errors.js';
 import { LfsLocks } from '../../../lib/lfs/LfsLocks.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
@@ -72,6 +73,20 @@ describe('LFS locks in the log', () => {
     // The last unlock leaves no table behind in the index.
     await node.locks.unlock(REPO, page.locks[0]?.id ?? '', alice, false);
     expect((await node.wal.readIndexFully(REPO))?.index.lfsLocks).toBeUndefined();
+  });
+
+  it('makes an event of each lock and unlock that says which lock', async () => {
+    const [node] = await nodes(1);
+    if (!node) throw new Error('no node');
+    const { lock } = await node.locks.lock(REPO, 'art/a.psd', alice);
+    await node.locks.unlock(REPO, lock.id, alice, false);
+    const loaded = await node.wal.readIndexFully(REPO);
+    if (!loaded) throw new Error('no index');
+    const events = await eventsAfter(node.wal, loaded.index, 0, 10);
+    expect(events.map((e) => [e.kind, e.lock?.action, e.lock?.path, e.who.token])).toEqual([
+      ['lock', 'lock', 'art/a.psd', 'alice'],
+      ['lock', 'unlock', 'art/a.psd', 'alice'],
+    ]);
   });
 
   it('pages locks by path and refuses paths that name no file', async () => {
