@@ -8,6 +8,7 @@ import { type ExitCode, UsageError } from './commands/context.js';
 import { doctor } from './commands/doctor.js';
 import { events } from './commands/events.js';
 import { diff, rewind, show, who } from './commands/history.js';
+import { lfs } from './commands/lfs.js';
 import { log } from './commands/log.js';
 import { protect } from './commands/protect.js';
 import { repo } from './commands/repo.js';
@@ -35,6 +36,9 @@ commands:
                                              conditional writes (exit 1 when they do not)
   protect list|add|remove|clear REPO [PATTERN] [--deny-force] [--deny-delete] [--pusher TOKEN]...
                                              protected-ref rules (patterns: refs/heads/main, refs/heads/release/*)
+  lfs check REPO [on|off]                    show or set whether pushes pointing at LFS objects the
+                                             store lacks are refused (on by default)
+  lfs locks REPO | lfs unlock REPO ID        the LFS locks held; release one, whoever holds it
   events replay REPO --from SEQ [--to DEST]...  deliver the events of a repository again from SEQ
   events status REPO                         how far each event destination has accepted
   token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
@@ -73,6 +77,8 @@ async function main(argv: string[]): Promise<ExitCode> {
       return protect(rest);
     case 'events':
       return events(rest);
+    case 'lfs':
+      return lfs(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -37,6 +37,7 @@ import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
 import { LfsLocks } from './lfs/LfsLocks.js';
 import { LfsObjects } from './lfs/LfsObjects.js';
+import { LfsPushCheck } from './lfs/pushCheck.js';
 import type { Logger } from './log.js';
 import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
 import type { PresenceStore } from './presence/PresenceStore.js';
@@ -224,6 +225,12 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const requestMemory = new MemoryBudget(config.fetchMemoryBytes, config.fetchMemoryShareBytes);
   // The repository pages: a cat-file per generation in use, parsed objects and rendered pages.
   const browse = new RepoBrowser({ wal, cache, readers: new ObjectReaders({ git, cache, logger }) });
+  const lfs = new LfsObjects({
+    store,
+    maxObjectBytes: config.lfs.maxObjectBytes,
+    urlTtlSeconds: config.lfs.urlTtlSeconds,
+    presign: config.lfs.presign,
+  });
   const handler = createHandler({
     browse,
     browsePages: browsePageCache(config.browseCacheBytes),
@@ -253,12 +260,8 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     health: healthCheck({ store, presence, cacheDir: config.cacheDir }),
     ...(chunkedPushes ? { chunkedPushes } : {}),
     allowedHosts: config.allowedHosts,
-    lfs: new LfsObjects({
-      store,
-      maxObjectBytes: config.lfs.maxObjectBytes,
-      urlTtlSeconds: config.lfs.urlTtlSeconds,
-      presign: config.lfs.presign,
-    }),
+    lfs,
+    pushObjects: new LfsPushCheck({ git, objects: lfs }),
     locks: new LfsLocks({ wal, publisher }),
     // Uploads and downloads narwal serves itself go where long transfers go.
     ...(config.route ? { lfsTransferBase: config.route.poolUrl } : {}),

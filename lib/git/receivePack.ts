@@ -59,6 +59,25 @@ export interface ReceivePackDeps {
   readonly logger: Logger;
   /** Hints after a publish (prewarm the next generation, maybe checkpoint); never awaited by the push. */
   readonly afterPublish: (repo: string, loaded: LoadedIndex) => void;
+  /** Looks at the push's new objects before it is published (Git LFS pointers). */
+  readonly pushObjects?: PushObjectCheck;
+}
+
+/** What a look at a push's new objects finds (lib/lfs/pushCheck.ts). */
+export interface PushObjectCheck {
+  check(push: {
+    readonly repo: string;
+    readonly dir: string;
+    readonly packs: readonly { readonly idxPath: string }[];
+    readonly commands: readonly { readonly ref: string; readonly newOid: string }[];
+    /** Refuse refs (else only record what the objects point at). */
+    readonly enforce: boolean;
+  }): Promise<{
+    /** Git LFS objects the new objects point at: the entry records them. */
+    readonly pointers: readonly string[];
+    /** Refused refs, and why. */
+    readonly refused: ReadonlyMap<string, string>;
+  }>;
 }
 
 export type ReceivePackOutcome =
@@ -213,22 +232,46 @@ async function receiveInto(
         (c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason: 'atomic push failure' }),
       );
     try {
+      // Refs refused for what their new objects point at (Git LFS objects the store lacks) are
+      // decided before anything is created or published; an atomic push then lands nothing.
+      const objects = await deps.pushObjects?.check({
+        repo,
+        dir: scratch.dir,
+        packs: commands.some((c) => !/^0+$/.test(c.newOid)) ? await scratch.packs() : [],
+        commands,
+        enforce: request.loaded.index.settings?.lfsPushCheck !== false,
+      });
+      const refusedRefs = objects?.refused ?? new Map<string, string>();
+      const refusedHere = commands
+        .filter((c) => refusedRefs.has(c.ref))
+        .map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason: refusedRefs.get(c.ref) ?? '' }));
+      const accepted = commands.filter((c) => !refusedRefs.has(c.ref));
+      if (refusedHere.length > 0 && (atomic || accepted.length === 0))
+        return commands.map(
+          (c): ProcReceiveResult => ({
+            ref: c.ref,
+            ok: false,
+            reason: refusedRefs.get(c.ref) ?? 'atomic push failure',
+          }),
+        );
       let created = request.loaded.index.created;
       if (request.create) {
-        const refused = refusedOnEmptyRepo(commands, atomic);
-        if (refused) return refused.map(resultOf);
+        const refused = refusedOnEmptyRepo(accepted, atomic);
+        if (refused) return [...refusedHere, ...refused.map(resultOf)];
         created = (await request.create()).index.created;
       }
-      return await publishPush(deps, {
+      const published = await publishPush(deps, {
         repo,
         created,
-        commands,
+        commands: accepted,
         atomic,
         who: request.who,
         scratch,
         git: deps.git,
         rules: request.loaded.index.protection,
+        ...(objects ? { pointers: objects.pointers } : {}),
       });
+      return [...refusedHere, ...published];
     } catch (error) {
       // Nothing was published (or its outcome could not be learned): no ref may report ok.
       deps.logger.error('push not published', {
@@ -274,6 +317,8 @@ async function publishPush(
     scratch: { dir: string; packs(): Promise<ReceivedPack[]> };
     git: GitRunner;
     rules: readonly ProtectionRule[] | undefined;
+    /** The Git LFS objects the push's new objects point at, once they were looked for. */
+    pointers?: readonly string[];
   },
 ): Promise<ProcReceiveResult[]> {
   const live = push.commands.filter((c) => !/^0+$/.test(c.newOid));
@@ -319,6 +364,7 @@ async function publishPush(
     packs: packs.map((p) => p.name),
     bytes: packs.reduce((sum, p) => sum + p.packSize, 0),
     stored,
+    ...(push.pointers && packs.length > 0 ? { lfs: push.pointers } : {}),
   });
   if (result.seq !== null) {
     // Published: from here on nothing may turn the outcome into a refusal. Adopting the packs only

@@ -43,6 +43,13 @@ export function anonymousAccess(method: string, rawPath: string, query: URLSearc
     if (isGet(method)) return { kind: 'read', repo };
     return method === 'PUT' || method === 'DELETE' ? CHALLENGE : OPEN;
   }
+  const settings = /^\/api\/v1\/repos\/(.+)\/-\/settings$/.exec(path);
+  if (settings) {
+    const repo = validRepo(settings[1] ?? '');
+    if (repo === undefined) return OPEN;
+    if (isGet(method)) return { kind: 'read', repo };
+    return method === 'PUT' ? CHALLENGE : OPEN;
+  }
   // Managing tokens needs an admin token, whatever the method.
   if (isTokensPath(path)) return CHALLENGE;
   if (path === '/') return query.has('sign-in') ? CHALLENGE : OPEN;

@@ -17,6 +17,7 @@ import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from '
 import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
 import { requireSameOrigin } from './sameOrigin.js';
+import { isSettingsPath, settingsRoute } from './settingsRoutes.js';
 import { isTokensPath, tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
@@ -48,6 +49,7 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
   requireSameOrigin(request);
   if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
   if (isTokensPath(path)) return tokenRoute(deps, request, path, await authenticate(deps, request));
+  if (isSettingsPath(path)) return settingsRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
   if (path === '/' || path === '') {
     if (request.query.has('sign-in')) return signInRoute(principal);

@@ -23,6 +23,7 @@ import {
   TooManyLocks,
   UnsupportedHashAlgorithm,
 } from '../lfs/errors.js';
+import { InvalidSettings } from '../lfs/settings.js';
 import { errorPageView } from '../monitor/pages.js';
 import { RuleNotFound } from '../policy/protection.js';
 import { InvalidProtection } from '../policy/protectionRules.js';
@@ -57,7 +58,8 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
   const lfs = lfsError(error, requestId);
   if (lfs) return lfs;
-  if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
+  if (error instanceof InvalidProtection || error instanceof InvalidSettings)
+    return text(400, `narwal: ${error.message}`);
   if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);
   if (error instanceof InvalidGrant) return text(400, `narwal: ${error.message}`);
   if (error instanceof TokenNotFound) return text(404, `narwal: ${error.message}`);

@@ -88,6 +88,11 @@ export interface PushJob {
   readonly protection?: ProtectionChange;
   /** A change of the repository's state beside its refs (no commands): see StateChange. */
   readonly change?: StateChange;
+  /**
+   * The Git LFS objects this push's packs point at, once they were looked for (none: an empty
+   * list): the entry records them, so the orphan sweep keeps those objects (sweepOrphans.ts).
+   */
+  readonly lfs?: readonly string[];
 }
 
 /**
@@ -607,6 +612,7 @@ function entriesOf(index: RepoIndex, publishing: readonly Decision[]): PreparedE
       ...(job.checkpoint ? { checkpoint: job.checkpoint } : {}),
       ...(d.rules ? { protection: d.rules } : {}),
       ...(d.state?.entry ?? {}),
+      ...(job.lfs !== undefined ? { lfs: job.lfs } : {}),
     };
     const body = encodeJson(entry);
     const key = entryKey(index.repo, sha256(body));
@@ -636,6 +642,7 @@ export function summarize(seq: number, key: string, entry: EntryObject): LogItem
     ...(entry.checkpoint ? { checkpoint: entry.checkpoint } : {}),
     ...(entry.lock ? { lock: entry.lock } : {}),
     ...(entry.settings ? { settings: entry.settings } : {}),
+    ...(entry.lfs !== undefined ? { lfs: entry.lfs.length } : {}),
   };
 }
 

@@ -109,6 +109,11 @@ export interface EntryObject {
   readonly lock?: LockEvent;
   /** A settings entry: the complete settings in force from this entry on. */
   readonly settings?: RepoSettings;
+  /**
+   * A push whose packs were looked at for Git LFS pointers: the oids they point at, sorted (an
+   * empty list when none). Absent on pushes from before narwal looked (lib/lfs/pushCheck.ts).
+   */
+  readonly lfs?: readonly string[];
 }
 
 /** At most this many ref updates are copied into a log item; the entry object has them all. */
@@ -132,6 +137,8 @@ export interface LogItem {
   readonly checkpoint?: CheckpointPointer;
   readonly lock?: LockEvent;
   readonly settings?: RepoSettings;
+  /** How many Git LFS objects the entry's `lfs` names (absent: its packs were never looked at). */
+  readonly lfs?: number;
 }
 
 /**

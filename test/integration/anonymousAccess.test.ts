@@ -36,6 +36,7 @@ function pathsFor(repo: string): string[] {
     `/api/v1/repos/${repo}/-/refs`,
     `/api/v1/repos/${repo}/-/rewind`,
     `/api/v1/repos/${repo}/-/protection`,
+    `/api/v1/repos/${repo}/-/settings`,
     `/api/v1/repos/${repo}/-/nope`,
     `/${repo}.git/info/refs?service=git-upload-pack`,
     `/${repo}.git/info/refs?service=git-receive-pack`,
