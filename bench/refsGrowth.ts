@@ -82,6 +82,10 @@ class StoreWork implements ObjectStore {
     this.writes++;
     return this.inner.delete(key);
   }
+  renew(key: string) {
+    this.writes++;
+    return this.inner.renew(key);
+  }
   take(): { reads: number; writes: number; bytes: number } {
     const out = { reads: this.reads, writes: this.writes, bytes: this.bytesWritten };
     this.reads = 0;

@@ -7,11 +7,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { encodeJson, sha256 } from '../wal/indexCodec.js';
+import { lfsLocksKey } from '../wal/keys.js';
 import type { Publisher, StateChange, StateDecision } from '../wal/Publisher.js';
 import type { Identity, RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { InvalidLfsRequest, LockConflict, LockNotFound, LockNotOwned, TooManyLocks } from './errors.js';
-import { lfsLocksKey } from './keys.js';
 import {
   type LockOwner,
   type LockRecord,

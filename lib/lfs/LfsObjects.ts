@@ -12,15 +12,22 @@
  *   uploads are hashed while they are written and stored only if they match; downloads are
  *   streamed, with byte ranges so an interrupted one resumes.
  * Objects are created only once and never rewritten (their key is their content).
+ *
+ * The orphan sweep deletes an object no entry of the log points at once it is older than its
+ * retention window (lib/wal/sweepOrphans.ts). Whenever narwal tells a client that an object is
+ * already there - an upload it need not send, a push whose pointers it checked - an object older
+ * than REFRESH_AFTER_MS is renewed first, as putImmutable renews a pack: so the object the client
+ * relies on is young for a whole window, longer than the push that will name it takes.
  */
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { isStoreError } from '../store/errors.js';
 import type { ByteRange, ObjectInfo, ObjectStore, ObjectStream, Presigner } from '../store/ObjectStore.js';
 import { mapLimit } from '../util/mapLimit.js';
+import { lfsChecksumProbeKey, lfsIncomingKey, lfsObjectKey } from '../wal/keys.js';
+import { REFRESH_AFTER_MS } from '../wal/putImmutable.js';
 import type { Action, BatchAnswer, BatchRequest, ObjectAnswer } from './batch.js';
 import { LfsContentMismatch, LfsObjectMissing, LfsObjectTooLarge, LfsUploadMissing } from './errors.js';
-import { lfsChecksumProbeKey, lfsIncomingKey, lfsObjectKey } from './keys.js';
 import { isOid } from './pointer.js';
 
 export interface LfsObjectsOptions {
@@ -90,14 +97,25 @@ export class LfsObjects {
     return { transfer: 'basic', objects, hash_algo: 'sha256' };
   }
 
-  /** Whether the repository has the object, with that size. */
-  async state(repo: string, oid: string, size: number): Promise<ObjectState> {
+  /**
+   * Whether the repository has the object, with that size. `renew`: a present object that is old
+   * is made young again, because the caller is about to rely on it (see the module comment).
+   */
+  async state(repo: string, oid: string, size: number, options?: { renew?: boolean }): Promise<ObjectState> {
+    const key = lfsObjectKey(repo, oid);
     try {
-      return (await this.#store.stat(lfsObjectKey(repo, oid))).size === size ? 'present' : 'other size';
+      const info = await this.#store.stat(key);
+      if (info.size !== size) return 'other size';
+      if (options?.renew) await this.#renewIfOld(key, info.modified);
+      return 'present';
     } catch (error) {
       if (isStoreError(error, 'NotFound')) return 'missing';
       throw error;
     }
+  }
+
+  async #renewIfOld(key: string, modified: number): Promise<void> {
+    if (this.#now() - modified > REFRESH_AFTER_MS) await this.#store.renew(key);
   }
 
   /**
@@ -109,7 +127,10 @@ export class LfsObjects {
     try {
       await this.#store.putStream(lfsObjectKey(repo, oid), body, { size, sha256: oid, ifNoneMatch: '*' });
     } catch (error) {
-      if (isStoreError(error, 'PreconditionFailed')) return;
+      if (isStoreError(error, 'PreconditionFailed')) {
+        await this.state(repo, oid, size, { renew: true });
+        return;
+      }
       if (isStoreError(error, 'ContentMismatch'))
         throw new LfsContentMismatch(`not stored: ${error.message.replace(/^\S+: /, '')}`);
       throw error;
@@ -143,7 +164,7 @@ export class LfsObjects {
    */
   async verify(repo: string, oid: string, size: number, upload?: string): Promise<void> {
     const staged = upload === undefined ? undefined : lfsIncomingKey(repo, oid, upload);
-    const state = await this.state(repo, oid, size);
+    const state = await this.state(repo, oid, size, { renew: true });
     if (state === 'present') {
       if (staged !== undefined) await this.#store.delete(staged);
       return;
@@ -217,7 +238,7 @@ export class LfsObjects {
         size,
         error: { code: 422, message: new LfsObjectTooLarge(size, this.#options.maxObjectBytes).message },
       };
-    const state = await this.state(repo, oid, size);
+    const state = await this.state(repo, oid, size, { renew: true });
     if (state === 'present') return { oid, size };
     if (state === 'other size')
       return {

@@ -52,7 +52,8 @@ export class LfsPushCheck {
     if (!push.enforce || pointers.length === 0) return { pointers, refused: new Map() };
     const states = await mapLimit([...byOid.values()], LOOKUPS, async (p) => ({
       pointer: p,
-      present: (await this.#objects.state(push.repo, p.oid, p.size)) === 'present',
+      // Renewed when old: the entry about to name it keeps it from then on (LfsObjects.ts).
+      present: (await this.#objects.state(push.repo, p.oid, p.size, { renew: true })) === 'present',
     }));
     const missing = new Set(states.filter((s) => !s.present).map((s) => s.pointer.oid));
     if (missing.size === 0) return { pointers, refused: new Map() };

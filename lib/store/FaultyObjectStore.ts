@@ -81,6 +81,10 @@ export class FaultyObjectStore implements ObjectStore {
     return this.#run('list', prefix, false, () => this.#inner.list(prefix, options));
   }
 
+  async renew(key: string): Promise<void> {
+    return this.#run('put', key, false, () => this.#inner.renew(key));
+  }
+
   async delete(key: string): Promise<void> {
     return this.#run('delete', key, false, () => this.#inner.delete(key));
   }

@@ -22,6 +22,7 @@ import {
   rmdir,
   stat,
   unlink,
+  utimes,
   writeFile,
 } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
@@ -196,6 +197,15 @@ export class FsObjectStore implements ObjectStore {
       .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const page = matching.slice(0, limit);
     return matching.length > limit ? { keys: page, next: page[page.length - 1] } : { keys: page };
+  }
+
+  async renew(key: string): Promise<void> {
+    const now = new Date();
+    try {
+      await utimes(this.#path(key), now, now);
+    } catch (error) {
+      throw this.#translate(error, key);
+    }
   }
 
   async delete(key: string): Promise<void> {

@@ -149,6 +149,11 @@ export interface ObjectStore {
   list(prefix: string, options?: { startAfter?: string; limit?: number }): Promise<ListPage>;
   /** Deleting a missing key succeeds, as in S3. */
   delete(key: string): Promise<void>;
+  /**
+   * Makes an object young again (its modified time now), its bytes unchanged: an object the orphan
+   * sweep would judge by its age is renewed before something names it again. Throws `NotFound`.
+   */
+  renew(key: string): Promise<void>;
   /** Present when clients can reach the store themselves (S3); absent for the embedded store. */
   readonly presigner?: Presigner;
 }

@@ -24,7 +24,7 @@ import type {
 export interface StoreSpan {
   /** Which store: `store` (the log) or `presence` (leases and locks). */
   readonly store: string;
-  readonly op: 'get' | 'getStream' | 'head' | 'stat' | 'put' | 'putStream' | 'list' | 'delete';
+  readonly op: 'get' | 'getStream' | 'head' | 'stat' | 'put' | 'putStream' | 'renew' | 'list' | 'delete';
   readonly key: string;
   /** Start, in milliseconds since the epoch (fractional). */
   readonly start: number;
@@ -80,6 +80,10 @@ export class TracingObjectStore implements ObjectStore {
 
   list(prefix: string, options?: { startAfter?: string; limit?: number }): Promise<ListPage> {
     return this.#trace('list', prefix, false, () => this.#inner.list(prefix, options));
+  }
+
+  renew(key: string): Promise<void> {
+    return this.#trace('renew', key, false, () => this.#inner.renew(key));
   }
 
   delete(key: string): Promise<void> {

@@ -24,3 +24,19 @@ export const checkpointKey = (repo: string, sha: string) => `${repoPrefix(repo)}
 export const packKey = (repo: string, pack: string, ext: 'pack' | 'idx' | 'bitmap') =>
   `${repoPrefix(repo)}packs/${pack}.${ext}`;
 export const REPOS_PREFIX = 'repos/';
+
+/**
+ * A repository's Git LFS objects, beside its log under `lfs/`: objects addressed by their SHA-256
+ * (the LFS oid), immutable and created only once; uploads narwal must still check, at a key per
+ * upload under `incoming/`; lock tables under `locks/`, content-addressed and named by the index.
+ */
+export const lfsPrefix = (repo: string) => `${repoPrefix(repo)}lfs/`;
+export const lfsObjectsPrefix = (repo: string) => `${lfsPrefix(repo)}objects/`;
+export const lfsObjectKey = (repo: string, oid: string) => `${lfsObjectsPrefix(repo)}${oid}`;
+export const lfsIncomingPrefix = (repo: string) => `${lfsPrefix(repo)}incoming/`;
+export const lfsIncomingKey = (repo: string, oid: string, upload: string) =>
+  `${lfsIncomingPrefix(repo)}${oid}/${upload}`;
+export const lfsLocksPrefix = (repo: string) => `${lfsPrefix(repo)}locks/`;
+export const lfsLocksKey = (repo: string, sha: string) => `${lfsLocksPrefix(repo)}${sha}.json`;
+/** Where a store is probed once for whether it checks SHA-256 checksums (Presigner.verifiesChecksums). */
+export const lfsChecksumProbeKey = (repo: string) => `${lfsIncomingPrefix(repo)}checksum-probe`;

@@ -82,6 +82,10 @@ export function gatedStore(inner: ObjectStore, gate: Gate): ObjectStore {
       await gate.pass('delete', key);
       return inner.delete(key);
     },
+    async renew(key: string) {
+      await gate.pass('renew', key);
+      return inner.renew(key);
+    },
   };
 }
 

@@ -197,6 +197,20 @@ export function describeObjectStoreConformance(
       expect(await codeOf(store.stat(key('no-such')))).toBe('NotFound');
     });
 
+    it('renews an object: its bytes stay, its age starts again', async () => {
+      const k = key('renewed');
+      const data = randomBytes(3000);
+      await store.put(k, data);
+      // S3's Last-Modified has whole seconds: let one pass.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const before = Date.now();
+      await store.renew(k);
+      expect((await store.stat(k)).modified).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+      const got = await store.get(k);
+      expect(!got.notModified && got.body.equals(data)).toBe(true);
+      expect(await codeOf(store.renew(key('never-written')))).toBe('NotFound');
+    });
+
     it('streams a byte range of an object', async () => {
       const k = key('ranged');
       const data = randomBytes(100_000);

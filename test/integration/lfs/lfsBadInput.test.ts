@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../../lib/app.js';
-import { lfsPrefix } from '../../../lib/lfs/keys.js';
+import { lfsPrefix } from '../../../lib/wal/keys.js';
 import { git, gitOk } from '../../helpers/gitClient.js';
 import { makeLfsHome, useToken } from '../../helpers/lfsClient.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../../helpers/narwalServer.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../../lib/app.js';
-import { lfsObjectKey } from '../../../lib/lfs/keys.js';
+import { lfsObjectKey } from '../../../lib/wal/keys.js';
 import { commitFile, git, gitOk } from '../../helpers/gitClient.js';
 import { fileSha256, makeLfsHome, useToken } from '../../helpers/lfsClient.js';
 import { narwalCli } from '../../helpers/narwalCli.js';

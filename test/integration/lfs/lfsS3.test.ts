@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../../lib/app.js';
-import { lfsPrefix } from '../../../lib/lfs/keys.js';
+import { lfsPrefix } from '../../../lib/wal/keys.js';
 import { gitOk } from '../../helpers/gitClient.js';
 import { fileSha256, makeLfsHome, useToken, withToken, writeRandomFile } from '../../helpers/lfsClient.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../../helpers/narwalServer.js';

@@ -8,7 +8,7 @@
 import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lfsObjectKey } from '../../../lib/lfs/keys.js';
+import { lfsObjectKey } from '../../../lib/wal/keys.js';
 import { gitOk } from '../../helpers/gitClient.js';
 import {
   fileSha256,

@@ -32,6 +32,7 @@ function counting(store: ObjectStore, ops: string[]): ObjectStore {
     put: (key, body, options) => note(`put ${key}`, store.put(key, body, options)),
     list: (prefix, options) => note(`list ${prefix}`, store.list(prefix, options)),
     delete: (key) => note(`delete ${key}`, store.delete(key)),
+    renew: (key) => note(`renew ${key}`, store.renew(key)),
   };
 }
 

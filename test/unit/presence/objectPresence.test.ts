@@ -56,6 +56,7 @@ describe('ObjectPresenceStore', () => {
       putStream: () => Promise.reject(failure),
       list: () => Promise.reject(failure),
       delete: () => Promise.reject(failure),
+      renew: () => Promise.reject(failure),
     };
     const presence = new ObjectPresenceStore({ store: broken });
     const record = { key: 'k', id: 'writer', owner: 'o', expiresAt: Date.now() + 60_000 };

@@ -86,6 +86,9 @@ export class ForwardingStore implements ObjectStore {
   delete(key: string): Promise<void> {
     return this.inner.delete(key);
   }
+  renew(key: string): Promise<void> {
+    return this.inner.renew(key);
+  }
 }
 
 /** Counts puts per key. */
