@@ -24,11 +24,33 @@
  *   (each change of the table stack installs a table written just before its CAS).
  * The window must therefore be longer than REFRESH_AFTER_MS plus the longest push or read; the
  * default is 24 hours.
+ *
+ * Git LFS objects (`lfs/objects/<sha256>`, immutable and create-only) are named by no index: a push
+ * entry records the LFS oids its packs point at (`lfs`), and an object stays while any entry of the
+ * log reaches it, which, since items are never removed, is for ever once a push named it. If the
+ * log has a push whose packs were never looked at for pointers (from before narwal looked), every
+ * LFS object of the repository is kept. An unreached one (uploaded, never pushed) goes once older
+ * than the window; narwal renews an old object whenever it tells a client the object is there (an
+ * upload it may skip, a push check), so one about to be named is young (lib/lfs/LfsObjects.ts).
+ * Unfinished uploads (`lfs/incoming/`) go by age alone. Lock tables (`lfs/locks/`) are named by the
+ * index and replaced by each lock entry, so an unnamed one goes only once the lock state has not
+ * changed for a whole window: the named table, or with none the index itself, is older than it.
  */
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { mapLimit } from '../util/mapLimit.js';
-import { chunkKey, incarnationId, indexKey, packKey, pageKey, REPOS_PREFIX, repoPrefix } from './keys.js';
+import {
+  chunkKey,
+  incarnationId,
+  indexKey,
+  lfsLocksPrefix,
+  lfsObjectKey,
+  lfsObjectsPrefix,
+  packKey,
+  pageKey,
+  REPOS_PREFIX,
+  repoPrefix,
+} from './keys.js';
 import type { CheckpointPointer, LogItem, RepoIndex } from './types.js';
 import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE } from './types.js';
 import type { Wal } from './Wal.js';
@@ -59,6 +81,8 @@ export interface RepoSweep {
   readonly young: number;
   /** Objects the index names that are missing from the store: a damaged log, never expected. */
   readonly missing: readonly string[];
+  /** Git LFS objects kept because the log reaches them (or has pushes never looked at). */
+  readonly lfsKept: number;
 }
 
 export interface SweepReport {
@@ -72,7 +96,20 @@ export interface SweepReport {
   readonly resumeAfter?: string;
 }
 
-const KINDS = new Set(['index.json', 'entries', 'tables', 'log', 'checkpoints', 'packs']);
+const KINDS = new Set(['index.json', 'entries', 'tables', 'log', 'checkpoints', 'packs', 'lfs']);
+/** What lives under `lfs/`; any other key there fits no known layout and is left alone. */
+const LFS_KINDS = new Set(['objects', 'incoming', 'locks']);
+
+/** The Git LFS objects the log of an index reaches (see the module comment). */
+export interface LfsReach {
+  /** Keys of the objects some entry points at. */
+  readonly keys: ReadonlySet<string>;
+  /** Some push was never looked at for pointers: every LFS object is kept. */
+  readonly all: boolean;
+}
+
+/** Entries read at once to learn which LFS objects the log reaches. */
+const ENTRY_READS = 16;
 
 /** Every key `loaded` names in its repository (see the module comment). */
 export async function namedKeys(wal: Wal, index: RepoIndex): Promise<Set<string>> {
@@ -99,8 +136,27 @@ export async function namedKeys(wal: Wal, index: RepoIndex): Promise<Set<string>
   for (let page = 0; page < index.paged / PAGE_SIZE; page++) named.add(pageKey(repo, index.created, page));
   for (let chunk = index.paged / CHUNK_SIZE; chunk < chunkedUpTo(index) / CHUNK_SIZE; chunk++)
     named.add(chunkKey(repo, index.created, chunk));
+  if (index.lfsLocks) named.add(index.lfsLocks.key);
   for (const i of await wal.itemsAfter(index, 0)) item(i);
   return named;
+}
+
+/**
+ * The LFS objects the log reaches: the `lfs` of every push entry that recorded some (its log item
+ * counts them, so only those entries are read). A push item without a count was never looked at.
+ */
+export async function lfsReached(wal: Wal, index: RepoIndex): Promise<LfsReach> {
+  const items = await wal.itemsAfter(index, 0);
+  if (items.some((i) => i.kind === undefined && i.packs.length > 0 && i.lfs === undefined))
+    return { keys: new Set(), all: true };
+  const keys = new Set<string>();
+  const entries = await mapLimit(
+    items.filter((i) => (i.lfs ?? 0) > 0),
+    ENTRY_READS,
+    async (i) => wal.entry(i.key),
+  );
+  for (const entry of entries) for (const oid of entry.lfs ?? []) keys.add(lfsObjectKey(index.repo, oid));
+  return { keys, all: false };
 }
 
 /** The repository a key under `repos/` belongs to, or null when it fits no known layout. */
@@ -110,6 +166,7 @@ export function repoOfKey(key: string): string | null {
   for (const segments of [1, 2]) {
     const name = parts.slice(0, segments).join('/');
     const kind = parts[segments];
+    if (kind === 'lfs' && !LFS_KINDS.has(parts[segments + 1] ?? '')) continue;
     if (name.endsWith('.git') && kind !== undefined && KINDS.has(kind)) return name.slice(0, -'.git'.length);
   }
   return null;
@@ -161,8 +218,16 @@ async function sweepRepo(
   const named = loaded ? await namedKeys(wal, loaded.index) : new Set<string>();
   const present = new Set(keys);
   const missing = [...named].filter((k) => !present.has(k) && !k.endsWith('.bitmap'));
-  // Pages of another incarnation, entries, packs, checkpoints: gone for good once unnamed.
-  const candidates = keys.filter((k) => !named.has(k) && !(loaded && isCurrentLog(loaded.index, k)));
+  // No index (a repository deleted, or never created): nothing reaches its LFS objects.
+  const reach: LfsReach = loaded ? await lfsReached(wal, loaded.index) : { keys: new Set(), all: false };
+  const lfsObjects = lfsObjectsPrefix(repo);
+  const reached = (k: string) => k.startsWith(lfsObjects) && (reach.all || reach.keys.has(k));
+  const lfsKept = keys.filter(reached).length;
+  // Pages of another incarnation, entries, packs, checkpoints, LFS objects and uploads: gone for
+  // good once unnamed and unreached.
+  const candidates = keys.filter(
+    (k) => !named.has(k) && !reached(k) && !(loaded && isCurrentLog(loaded.index, k)),
+  );
   const ages = await mapLimit(candidates, 16, async (key) => ({
     key,
     age: await ageOf(wal.store, key, now),
@@ -172,6 +237,10 @@ async function sweepRepo(
     (await mapLimit(loaded.index.tables, 16, async (t) => ageOf(wal.store, t.key, now))).every(
       (age) => age === null || age > options.retentionMs,
     );
+  // Lock tables: see the module comment (the index is the latest change when no table is named).
+  const locksSince = loaded?.index.lfsLocks?.key ?? indexKey(repo);
+  const locksAge = loaded ? await ageOf(wal.store, locksSince, now) : null;
+  const locksSettled = locksAge === null || locksAge > options.retentionMs;
   let orphans = 0;
   let young = 0;
   let deleted = 0;
@@ -190,7 +259,13 @@ async function sweepRepo(
   for (const { key, age } of ages) {
     if (age === null) continue; // deleted meanwhile
     const isTable = key.startsWith(`${repoPrefix(repo)}tables/`);
-    if (age <= options.retentionMs || (isTable && !tablesSettled) || !chunkSettled(key)) {
+    const isLockTable = key.startsWith(lfsLocksPrefix(repo));
+    if (
+      age <= options.retentionMs ||
+      (isTable && !tablesSettled) ||
+      (isLockTable && !locksSettled) ||
+      !chunkSettled(key)
+    ) {
       young++;
       continue;
     }
@@ -201,7 +276,7 @@ async function sweepRepo(
       deleted++;
     }
   }
-  return { sweep: { repo, named: named.size, orphans, young, missing }, deleted };
+  return { sweep: { repo, named: named.size, orphans, young, missing, lfsKept }, deleted };
 }
 
 /**

@@ -1,9 +1,10 @@
 import { utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LfsLocks } from '../../../lib/lfs/LfsLocks.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
-import { chunkKey, packKey } from '../../../lib/wal/keys.js';
+import { chunkKey, lfsIncomingKey, lfsObjectKey, packKey } from '../../../lib/wal/keys.js';
 import { Publisher } from '../../../lib/wal/Publisher.js';
 import { putImmutable, REFRESH_AFTER_MS } from '../../../lib/wal/putImmutable.js';
 import { namedKeys, repoOfKey, sweepOrphans } from '../../../lib/wal/sweepOrphans.js';
@@ -162,6 +163,10 @@ describe('sweepOrphans', () => {
 
   it('names keys by repository and leaves keys of no known layout alone', () => {
     expect(repoOfKey('repos/app.git/index.json')).toBe('app');
+    expect(repoOfKey(`repos/team/app.git/lfs/objects/${'a'.repeat(64)}`)).toBe('team/app');
+    expect(repoOfKey('repos/team/app.git/lfs/incoming/x/y')).toBe('team/app');
+    expect(repoOfKey('repos/team/app.git/lfs/locks/x.json')).toBe('team/app');
+    expect(repoOfKey('repos/team/app.git/lfs/other/x')).toBeNull();
     expect(repoOfKey('repos/team/app.git/packs/pack-1.pack')).toBe('team/app');
     expect(repoOfKey('repos/team/app.git/log/abc/0000000000.json')).toBe('team/app');
     expect(repoOfKey('repos/team/app.git/other/x')).toBeNull();
@@ -203,6 +208,97 @@ describe('sweepOrphans', () => {
     });
     expect(rest.repos.map((r) => r.repo)).toEqual(['b/two', REPO]);
     expect(rest.resumeAfter).toBeUndefined();
+  });
+});
+
+describe('sweepOrphans and Git LFS', () => {
+  const tempRoot = useTempRoots();
+  const lfsOid = (c: string) => c.repeat(64);
+  const later = () => Date.now() + 2 * HOUR;
+
+  /**
+   * A repository whose push points at LFS object `a`; objects `b` (uploaded, never pushed) and an
+   * unfinished upload of `c`; a lock taken and another taken and released (the table with both is
+   * replaced; the one with the first lock alone is content-addressed, so named again).
+   */
+  async function setup(options: { unscannedPush?: boolean } = {}) {
+    const root = await tempRoot();
+    const store = new FsObjectStore(root);
+    const wal = new Wal(store);
+    await wal.createRepo(REPO, { public: false });
+    const publisher = new Publisher(wal);
+    const pack = `pack-${'1'.repeat(40)}`;
+    await store.put(packKey(REPO, pack, 'pack'), Buffer.from('pack'));
+    await store.put(packKey(REPO, pack, 'idx'), Buffer.from('idx'));
+    await publisher.publish({
+      ...push(REPO, [cmd('refs/heads/main', ZERO_OID, oid(1))]),
+      packs: [pack],
+      lfs: [lfsOid('a')],
+    });
+    if (options.unscannedPush) {
+      const older = `pack-${'2'.repeat(40)}`;
+      await store.put(packKey(REPO, older, 'pack'), Buffer.from('pack'));
+      await store.put(packKey(REPO, older, 'idx'), Buffer.from('idx'));
+      await publisher.publish({ ...push(REPO, [cmd('refs/heads/old', ZERO_OID, oid(2))]), packs: [older] });
+    }
+    const keys = {
+      reached: lfsObjectKey(REPO, lfsOid('a')),
+      unreached: lfsObjectKey(REPO, lfsOid('b')),
+      unfinished: lfsIncomingKey(REPO, lfsOid('c'), '0'.repeat(32)),
+    };
+    for (const key of Object.values(keys)) await store.put(key, Buffer.from('bytes'));
+    const locks = new LfsLocks({ wal, publisher });
+    await locks.lock(REPO, 'art/kept.psd', { token: 'alice' });
+    const released = await locks.lock(REPO, 'art/gone.psd', { token: 'alice' });
+    await locks.unlock(REPO, released.lock.id, { token: 'alice' }, false);
+    return { root, store, wal, keys };
+  }
+
+  const lockTables = (keys: string[]) => keys.filter((k) => k.includes('/lfs/locks/')).sort();
+
+  it('keeps every LFS object an entry points at, and sweeps old unreached objects and unfinished uploads', async () => {
+    const { store, wal, keys } = await setup();
+    const loaded = await wal.readIndexFully(REPO);
+    const current = loaded?.index.lfsLocks?.key;
+    if (!current) throw new Error('no lock table');
+    const tables = lockTables(await listAll(store));
+    expect(tables).toHaveLength(2);
+    // Young: nothing goes.
+    expect((await sweepOrphans(wal, { retentionMs: HOUR, dryRun: false })).deleted).toBe(0);
+    const report = await sweepOrphans(wal, { retentionMs: HOUR, dryRun: false, now: later });
+    const after = await listAll(store);
+    expect(after).toContain(keys.reached);
+    expect(after).not.toContain(keys.unreached);
+    expect(after).not.toContain(keys.unfinished);
+    // The lock state has not changed for a window: only the table the index names stays.
+    expect(lockTables(after)).toEqual([current]);
+    expect(report.unknown).toEqual([]);
+    expect(report.repos[0]?.lfsKept).toBe(1);
+    expect(report.repos[0]?.missing).toEqual([]);
+    expect(report.deleted).toBe(3);
+  });
+
+  it('keeps replaced lock tables while the lock state changed within the window', async () => {
+    const { root, store, wal } = await setup();
+    const past = new Date(Date.now() - 3 * HOUR);
+    for (const key of await listAll(store))
+      await utimes(join(root, 'objects', ...key.split('/')), past, past);
+    // A lock taken now installs a young table: a reader may still hold an index naming an old one.
+    await new LfsLocks({ wal, publisher: new Publisher(wal) }).lock(REPO, 'art/new.psd', { token: 'bob' });
+    const seen: string[] = [];
+    await sweepOrphans(wal, { retentionMs: HOUR, dryRun: false, onOrphan: (key) => seen.push(key) });
+    expect(lockTables(seen)).toEqual([]);
+    expect(lockTables(await listAll(store))).toHaveLength(3);
+  });
+
+  it('keeps every LFS object while the log has a push never looked at for pointers', async () => {
+    const { store, wal, keys } = await setup({ unscannedPush: true });
+    const report = await sweepOrphans(wal, { retentionMs: HOUR, dryRun: false, now: later });
+    const after = await listAll(store);
+    expect(after).toContain(keys.reached);
+    expect(after).toContain(keys.unreached);
+    expect(after).not.toContain(keys.unfinished);
+    expect(report.repos[0]?.lfsKept).toBe(2);
   });
 });
 
