@@ -8,6 +8,7 @@ import type { ColdProbeResult } from './coldInfoRefs.js';
 import type { WritersResult } from './concurrentWriters.js';
 import type { PackLayout } from './fixtures.js';
 import type { LevelResult } from './levels.js';
+import type { LfsBenchResult } from './lfsTransfer.js';
 import type { LogPageProbe } from './logPage.js';
 import type { MonitorPagesResult } from './monitorPages.js';
 import type { NarwalBuild } from './narwalBuild.js';
@@ -59,4 +60,6 @@ export interface BenchResults {
     monitorPages?: MonitorPagesResult[];
   };
   profile?: ProfileResult[];
+  /** Git LFS: a large object through the embedded store against cp, and the batch call at latency. */
+  lfs?: LfsBenchResult;
 }

@@ -5,7 +5,7 @@
  * written to bench/results/<stamp>.json and a Markdown report with SVG charts beside it.
  *
  * Options: --quick (about two minutes; CI runs it), --only a,b (phases: sequential, clones,
- * nodes, refs, writers, cold, profile), --latency 30 (narwal's second store latency), --client
+ * nodes, refs, writers, cold, profile, lfs), --latency 30 (narwal's second store latency), --client
  * git|wire (clone storm clients; wire, the default, makes the v2 requests and discards the pack,
  * which leaves the machine to the servers), --clones N (at least, per storm), --storm-seconds S
  * (and more until S seconds have passed), --rounds N (the clone levels run N times over,
@@ -30,6 +30,7 @@ import { narwalCacheLayout, PROJECT_ROOT, packLayout, prepareFixture, REPO, same
 import { gitOk, makeClientHome } from './gitClient.js';
 import { commitsOf, makeSource } from './history.js';
 import { type Level, runLevels } from './levels.js';
+import { lfsBench } from './lfsTransfer.js';
 import { probeLogPages } from './logPage.js';
 import { probeMonitorPages } from './monitorPages.js';
 import { narwalBuild } from './narwalBuild.js';
@@ -40,7 +41,7 @@ import { sequentialPushes } from './sequentialPushes.js';
 import { type BenchServer, startNarwal, startPeerProcess } from './servers.js';
 import { pushRace } from './twoNodes.js';
 
-const PHASES = ['sequential', 'clones', 'nodes', 'refs', 'writers', 'cold', 'profile'] as const;
+const PHASES = ['sequential', 'clones', 'nodes', 'refs', 'writers', 'cold', 'profile', 'lfs'] as const;
 type Phase = (typeof PHASES)[number];
 
 const { values } = parseArgs({
@@ -83,6 +84,10 @@ const sizes = {
   entries: values.entries ? positive(values.entries) : quick ? 300 : 10_000,
   probes: quick ? 2 : 5,
   profilePushes: quick ? 5 : 30,
+  // Git LFS: the issue's sizes in every mode (a 200 MB object moves in about a second).
+  lfsBytes: 200 * 1024 * 1024,
+  lfsObjects: 1000,
+  lfsRuns: quick ? 3 : 5,
 };
 const maxOther = Number(values['max-other']);
 // Extra environment for every narwal server (KEY=VALUE,...), to measure a setting against the defaults.
@@ -497,6 +502,25 @@ try {
           .map(([k, v]) => `${k} ${Math.round(v)}`)
           .join(', ')}`,
       );
+    await save();
+  }
+
+  if (phases.has('lfs')) {
+    log(
+      `git lfs: a ${sizes.lfsBytes / (1024 * 1024)} MB object through the embedded store against cp, and a batch of ${sizes.lfsObjects} at ${latency} ms, ${sizes.lfsRuns} runs`,
+    );
+    results.lfs = await lfsBench({
+      workDir,
+      home,
+      token,
+      cli: build.cli,
+      latencyMs: latency,
+      env: narwalEnv,
+      bytes: sizes.lfsBytes,
+      objects: sizes.lfsObjects,
+      runs: sizes.lfsRuns,
+      log,
+    });
     await save();
   }
 

@@ -5,7 +5,7 @@
  */
 import type { BenchResults } from './benchResults.js';
 import { summarize } from './cloneStorm.js';
-import { summarizeLatencies } from './stats.js';
+import { median, summarizeLatencies } from './stats.js';
 
 export interface TargetRow {
   readonly target: string;
@@ -216,6 +216,37 @@ export function evaluateTargets(r: BenchResults): TargetRow[] {
         miss: all ? '' : `${mine.reduce((s, w) => s + w.writers - w.landed, 0)} did not land`,
       });
     }
+  }
+  if (r.lfs) {
+    const t = r.lfs.transfer;
+    const cp = median(t.cpMs);
+    const size = `${Math.round(t.bytes / (1024 * 1024))} MB`;
+    for (const [what, times, floor] of [
+      ['upload', t.uploadMs, t.floorUploadMs],
+      ['download', t.downloadMs, t.floorDownloadMs],
+    ] as const) {
+      const ratio = cp / median(times);
+      row({
+        target: `Git LFS ${what} of a ${size} object, embedded store, against cp`,
+        seed: '-',
+        server: 'narwal',
+        measured: `${ratio.toFixed(2)}x (${ms(median(times))}; cp ${ms(cp)}, cp and fsync ${ms(median(t.cpSyncMs))}, bare node:http ${ms(median(floor))})`,
+        goal: '>= 0.8x',
+        pass: ratio >= 0.8,
+        miss: ratio >= 0.8 ? '' : `${((0.8 / ratio - 1) * 100).toFixed(0)}% too slow`,
+      });
+    }
+    const b = r.lfs.batch;
+    const worst = Math.max(median(b.downloadMs), median(b.uploadPresentMs), median(b.uploadMissingMs));
+    row({
+      target: `Git LFS batch call for ${b.objects.toLocaleString('en-US')} objects`,
+      seed: '-',
+      server: `narwal-${b.latencyMs}ms`,
+      measured: `download ${ms(median(b.downloadMs))}, upload ${ms(median(b.uploadPresentMs))} (stored) / ${ms(median(b.uploadMissingMs))} (missing)`,
+      goal: '< 1 s',
+      pass: worst < 1000,
+      miss: worst < 1000 ? '' : `${ms(worst - 1000)} over`,
+    });
   }
   return rows;
 }

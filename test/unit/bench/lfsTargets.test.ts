@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import type { BenchResults } from '../../../bench/benchResults.js';
+import type { LfsBenchResult } from '../../../bench/lfsTransfer.js';
+import { evaluateTargets } from '../../../bench/targets.js';
+
+function results(lfs: LfsBenchResult): BenchResults {
+  return {
+    benchmark: 'narwal-vs-peer',
+    mode: 'quick',
+    startedAt: '2026-01-01T00:00:00Z',
+    finishedAt: '2026-01-01T00:01:00Z',
+    machine: {
+      nproc: 2,
+      cpu: 'x',
+      memoryGiB: 4,
+      kernel: 'k',
+      git: 'git',
+      node: 'v20',
+      loadAverageBefore: [0],
+    },
+    narwal: { commit: 'c'.repeat(40), localChanges: false, cli: 'dist/narwal.js' },
+    latencyMs: 30,
+    sizes: {},
+    notes: [],
+    lfs,
+  };
+}
+
+const transfer = {
+  bytes: 200 * 1024 * 1024,
+  cpMs: [100, 120, 110],
+  cpSyncMs: [400],
+  uploadMs: [130, 140, 125],
+  downloadMs: [200, 210, 190],
+  floorUploadMs: [300],
+  floorDownloadMs: [150],
+};
+const batch = {
+  objects: 1000,
+  latencyMs: 30,
+  downloadMs: [600],
+  uploadPresentMs: [500],
+  uploadMissingMs: [900],
+};
+
+describe('the Git LFS targets', () => {
+  it('compares the median upload and download with cp, and the slowest batch median with 1 s', () => {
+    const rows = evaluateTargets(results({ transfer, batch }));
+    expect(rows.map((r) => [r.target, r.server, r.pass])).toEqual([
+      ['Git LFS upload of a 200 MB object, embedded store, against cp', 'narwal', true],
+      ['Git LFS download of a 200 MB object, embedded store, against cp', 'narwal', false],
+      ['Git LFS batch call for 1,000 objects', 'narwal-30ms', true],
+    ]);
+    // cp 110 ms against 130 ms: 0.85x; against 200 ms: 0.55x.
+    expect(rows[0]?.measured).toMatch(/^0\.85x \(130 ms; cp 110 ms/);
+    expect(rows[1]?.miss).toBe('45% too slow');
+    const slow = evaluateTargets(results({ transfer, batch: { ...batch, uploadMissingMs: [1200] } }));
+    expect(slow[2]).toMatchObject({ pass: false, miss: '200 ms over' });
+  });
+});
