@@ -10,7 +10,7 @@
  * writes a compare-and-swapped key unconditionally.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import {
   copyFile,
   link,
@@ -29,6 +29,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ContentCheck } from './ContentCheck.js';
+import { DurableFileWriter } from './DurableFileWriter.js';
 import {
   ConditionalConflict,
   isStoreError,
@@ -61,6 +62,8 @@ const STALE_LOCK_MS = 30_000;
  * and a trip to libuv's pool each, which at hundreds of MB/s is much of the time.
  */
 const STREAM_WRITE_BYTES = 4 * 1024 * 1024;
+/** Bytes of a streamed body between background flushes to disk (DurableFileWriter.ts). */
+const STREAM_SYNC_BYTES = 16 * 1024 * 1024;
 
 export class FsObjectStore implements ObjectStore {
   readonly #objects: string;
@@ -121,8 +124,8 @@ export class FsObjectStore implements ObjectStore {
       await pipeline(
         body,
         new ContentCheck(key, options),
-        // `flush`: fsync(2) before the file is closed.
-        createWriteStream(temp, { flags: 'wx', flush: true, highWaterMark: STREAM_WRITE_BYTES }),
+        // On disk (fsync(2)) before it finishes, flushed as it goes (DurableFileWriter.ts).
+        new DurableFileWriter(temp, { writeBytes: STREAM_WRITE_BYTES, syncBytes: STREAM_SYNC_BYTES }),
       );
       for (let attempt = 1; ; attempt++) {
         try {
