@@ -3,13 +3,22 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LfsLocks } from '../../../lib/lfs/LfsLocks.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
-import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
+import type { HeadResult, ObjectStore } from '../../../lib/store/ObjectStore.js';
 import { chunkKey, lfsIncomingKey, lfsObjectKey, packKey } from '../../../lib/wal/keys.js';
 import { Publisher } from '../../../lib/wal/Publisher.js';
 import { putImmutable, REFRESH_AFTER_MS } from '../../../lib/wal/putImmutable.js';
 import { namedKeys, repoOfKey, sweepOrphans } from '../../../lib/wal/sweepOrphans.js';
 import { Wal } from '../../../lib/wal/Wal.js';
-import { CountingStore, cmd, fsStore, oid, push, useTempRoots, ZERO_OID } from './walHelpers.js';
+import {
+  CountingStore,
+  cmd,
+  ForwardingStore,
+  fsStore,
+  oid,
+  push,
+  useTempRoots,
+  ZERO_OID,
+} from './walHelpers.js';
 
 const REPO = 'team/app';
 const HOUR = 3_600_000;
@@ -289,6 +298,21 @@ describe('sweepOrphans and Git LFS', () => {
     await sweepOrphans(wal, { retentionMs: HOUR, dryRun: false, onOrphan: (key) => seen.push(key) });
     expect(lockTables(seen)).toEqual([]);
     expect(lockTables(await listAll(store))).toHaveLength(3);
+  });
+
+  it('learns the age of an LFS object without reading it (a HEAD on the embedded store hashes the file)', async () => {
+    const { store } = await setup();
+    class HeadWatch extends ForwardingStore {
+      readonly heads: string[] = [];
+      override head(key: string): Promise<HeadResult> {
+        this.heads.push(key);
+        return super.head(key);
+      }
+    }
+    const watched = new HeadWatch(store);
+    const report = await sweepOrphans(new Wal(watched), { retentionMs: HOUR, dryRun: true, now: later });
+    expect(report.orphans).toBeGreaterThan(0);
+    expect(watched.heads).toEqual([]);
   });
 
   it('keeps every LFS object while the log has a push never looked at for pointers', async () => {
