@@ -31,7 +31,7 @@ import { healthCheck } from './http/health.js';
 import { MemoryBudget } from './http/MemoryBudget.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
-import type { Logger } from './log.js';
+import { type Logger, serializeError } from './log.js';
 import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
 import type { PresenceStore } from './presence/PresenceStore.js';
 import { SecretsManagerClients } from './secrets/configuredSecret.js';
@@ -271,7 +271,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       const repos = await cachedRepositories(config.cacheDir);
       const progress = await mapLimit(repos, 4, (repo) =>
         events.catchUp(repo).catch((error: unknown) => {
-          logger.warn('event catch-up skipped a repository', { repo, error: String(error) });
+          logger.warn('event catch-up skipped a repository', { repo, error: serializeError(error) });
           return [];
         }),
       );

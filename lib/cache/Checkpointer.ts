@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { link, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitRunner } from '../git/GitRunner.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import { writeTable } from '../wal/boundIndex.js';
 import { encodeJson, sha256 } from '../wal/indexCodec.js';
 import { checkpointKey, packKey } from '../wal/keys.js';
@@ -74,7 +74,8 @@ export class Checkpointer {
       .then((due) => (due ? this.make(repo) : null))
       .then(
         () => {},
-        (error: unknown) => this.#deps.logger.warn('checkpoint failed', { repo, error: String(error) }),
+        (error: unknown) =>
+          this.#deps.logger.warn('checkpoint failed', { repo, error: serializeError(error) }),
       );
   }
 

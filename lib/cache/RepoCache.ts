@@ -36,7 +36,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Busy } from '../git/GitBudget.js';
 import { checkpointAt, checkSeq, refsAt } from '../history/stateAt.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { mapLimit } from '../util/mapLimit.js';
@@ -229,7 +229,7 @@ export class RepoCache {
   /** Completes the generation of `target` now, in the background; a hint that saves the next reader the work. */
   prewarm(target: CacheTarget): Promise<void> {
     return this.#complete(target).catch((error: unknown) =>
-      this.#logger.warn('prewarm failed', { repo: target.repo, error: String(error) }),
+      this.#logger.warn('prewarm failed', { repo: target.repo, error: serializeError(error) }),
     );
   }
 
@@ -336,7 +336,7 @@ export class RepoCache {
           this.#logger.warn('generation build failed, retrying', {
             repo: target.repo,
             generation: target.name,
-            error: String(error),
+            error: serializeError(error),
           });
         } finally {
           await lock.release();

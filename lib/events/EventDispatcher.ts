@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyedMutex } from '../cache/KeyedMutex.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { incarnationId } from '../wal/keys.js';
 import { RepoNotFound } from '../wal/Publisher.js';
@@ -84,7 +84,7 @@ export class EventDispatcher {
           }
         } while (state.again);
       } catch (error) {
-        this.#deps.logger.warn('event delivery failed', { repo, error: String(error) });
+        this.#deps.logger.warn('event delivery failed', { repo, error: serializeError(error) });
       } finally {
         this.#running.delete(repo);
       }

@@ -13,7 +13,7 @@ import type { Duplex, Readable } from 'node:stream';
 import type { Generation, RepoCache } from '../cache/RepoCache.js';
 import { HttpError } from '../http/HttpError.js';
 import { onBodyError } from '../http/requestBody.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import { matchesRef, type ProtectionRule } from '../policy/protectionRules.js';
 import {
   type ProcReceiveCommand,
@@ -148,7 +148,7 @@ export async function runReceivePack(
       void spool.remove();
       deps.logger.warn('push failed while preparing the repository', {
         repo: request.repo,
-        error: String(error),
+        error: serializeError(error),
       });
       progress.fail(
         error instanceof Busy || error instanceof HttpError
@@ -223,7 +223,7 @@ async function receiveInto(
       // Nothing was published (or its outcome could not be learned): no ref may report ok.
       deps.logger.error('push not published', {
         repo,
-        error: error instanceof Error ? error.message : String(error),
+        error: serializeError(error),
       });
       const reason = refusalFor(error);
       return commands.map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason }));
@@ -318,7 +318,7 @@ async function publishPush(
     } catch (error) {
       deps.logger.warn('packs of a published push not adopted by the cache', {
         repo: push.repo,
-        error: error instanceof Error ? error.message : String(error),
+        error: serializeError(error),
       });
     }
     deps.afterPublish(push.repo, result.loaded);

@@ -9,6 +9,7 @@ import { Busy } from '../git/GitBudget.js';
 import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
+import { serializeError } from '../log.js';
 import { errorPageView } from '../monitor/pages.js';
 import { RuleNotFound } from '../policy/protection.js';
 import { InvalidProtection } from '../policy/protectionRules.js';
@@ -45,7 +46,7 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
     (error.code === 'ConditionalConflict' || error.code === 'PreconditionFailed')
   ) {
     // A race this request lost where no retry was left: retryable, not a server fault.
-    logger.error('store race not absorbed', { requestId, error: describe(error) });
+    logger.error('store race not absorbed', { requestId, error: serializeError(error, { stack: true }) });
     return text(503, `narwal: busy with concurrent writers; retry in a moment (request ${requestId})`, {
       'retry-after': '1',
     });
@@ -54,12 +55,12 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
     (error instanceof StoreError && error.code === 'StoreUnavailable') ||
     error instanceof PresenceUnavailable
   ) {
-    logger.error('store unavailable', { requestId, error: describe(error) });
+    logger.error('store unavailable', { requestId, error: serializeError(error, { stack: true }) });
     return text(503, `narwal: storage temporarily unavailable; retry in a moment (request ${requestId})`, {
       'retry-after': '1',
     });
   }
-  logger.error('unexpected error', { requestId, error: describe(error) });
+  logger.error('unexpected error', { requestId, error: serializeError(error, { stack: true }) });
   return text(500, `narwal: internal error (request ${requestId})`);
 }
 
@@ -105,10 +106,6 @@ export function text(
     headers: { 'content-type': 'text/plain; charset=utf-8', ...NOT_STORED, ...headers },
     body: Buffer.from(`${message}\n`),
   };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
 }
 
 export function json(status: number, value: unknown): CoreResponse {

@@ -19,7 +19,7 @@ import { RefAnswers } from '../git/RefAnswers.js';
 import { type ReceivePackDeps, runReceivePack } from '../git/receivePack.js';
 import { SidebandProgress } from '../git/sidebandProgress.js';
 import { gitProtocolEnv, uploadPackConfig, wantsProtocolV1, wantsProtocolV2 } from '../git/uploadPack.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import { fullCloneOf } from '../protocol/fullClone.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
 import { receivePackAdvertisement } from '../protocol/receivePackAdvertisement.js';
@@ -312,7 +312,7 @@ async function answerFetch(
     child.stdin?.end(bytes);
     if (child.stdout) await progress.relay(child.stdout);
   })().catch((error: unknown) => {
-    deps.logger.warn('fetch failed while preparing the repository', { repo, error: String(error) });
+    deps.logger.warn('fetch failed while preparing the repository', { repo, error: serializeError(error) });
     progress.fail(
       error instanceof Busy || error instanceof HttpError
         ? error.message
