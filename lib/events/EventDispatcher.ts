@@ -11,11 +11,11 @@
  * then see an event twice, always with the same idempotency key.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KeyedMutex } from '../cache/KeyedMutex.js';
 import { type Logger, serializeError } from '../log.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
+import { KeyedMutex } from '../util/KeyedMutex.js';
+import { RepoNotFound } from '../wal/errors.js';
 import { incarnationId } from '../wal/keys.js';
-import { RepoNotFound } from '../wal/Publisher.js';
 import type { RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { advanceCursor, CursorMoved, type EventCursor, readCursor } from './EventCursor.js';

@@ -12,7 +12,6 @@
 import type { Duplex, Readable } from 'node:stream';
 import type { Generation, RepoCache } from '../cache/RepoCache.js';
 import { HttpError } from '../http/HttpError.js';
-import { onBodyError } from '../http/requestBody.js';
 import { type Logger, serializeError } from '../log.js';
 import { matchesRef, type ProtectionRule } from '../policy/protectionRules.js';
 import {
@@ -23,19 +22,15 @@ import {
 import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
+import { Busy } from '../util/Busy.js';
+import { onBodyError } from '../util/onBodyError.js';
+import { OutcomeUnknown, RepoNotFound } from '../wal/errors.js';
 import { packKey } from '../wal/keys.js';
-import {
-  OutcomeUnknown,
-  type Publisher,
-  type RefOutcome,
-  RepoNotFound,
-  refusedOnEmptyRepo,
-} from '../wal/Publisher.js';
+import { type Publisher, type RefOutcome, refusedOnEmptyRepo } from '../wal/Publisher.js';
 import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import { type ChildExit, childExit, firstOutput } from './childOutput.js';
 import { fastForwards, pairKey } from './fastForwards.js';
-import { Busy } from './GitBudget.js';
 import type { GitRunner } from './GitRunner.js';
 import { createEmptyBase, createScratchRepo, type ReceivedPack } from './scratchRepo.js';
 import { SidebandProgress } from './sidebandProgress.js';

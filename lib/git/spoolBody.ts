@@ -9,12 +9,12 @@ import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { onBodyError } from '../http/requestBody.js';
 import {
   type ReceivePackHead,
   type ReceivePackHeadLimits,
   ReceivePackHeadParser,
 } from '../protocol/receivePackRequest.js';
+import { onBodyError } from '../util/onBodyError.js';
 
 export interface SpooledBody {
   /** The parsed head, as soon as its bytes arrived. */

@@ -5,11 +5,11 @@
  * checkpoint interval.
  */
 import { mapLimit } from '../util/mapLimit.js';
+import { NoSuchEntry } from '../wal/errors.js';
 import { rowsToMap } from '../wal/refRows.js';
 import type { CheckpointPointer, LogItem, RefUpdate, RefValue, RepoIndex } from '../wal/types.js';
 import { PAGE_SIZE } from '../wal/types.js';
 import { applyUpdates, type Wal } from '../wal/Wal.js';
-import { NoSuchEntry } from './errors.js';
 
 /** Throws NoSuchEntry unless `seq` names a published entry (0 is the empty repository). */
 export function checkSeq(index: RepoIndex, seq: number): void {

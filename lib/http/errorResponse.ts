@@ -5,8 +5,6 @@
 import { AccessDenied } from '../auth/AccessDenied.js';
 import { InvalidGrant } from '../auth/Principal.js';
 import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
-import { Busy } from '../git/GitBudget.js';
-import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
 import { serializeError } from '../log.js';
@@ -16,7 +14,8 @@ import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
-import { RepoNotFound } from '../wal/Publisher.js';
+import { Busy } from '../util/Busy.js';
+import { NoSuchEntry, RepoNotFound } from '../wal/errors.js';
 import { NOT_STORED } from './cachePolicy.js';
 import { HttpError, unauthorized } from './HttpError.js';
 import type { CoreResponse } from './types.js';

@@ -10,14 +10,9 @@ import {
 import type { Duplex, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Logger, serializeError } from '../log.js';
+import { type RecyclingBody, recycles } from '../util/RecyclingBody.js';
 import { clientErrorResponse, connectRefused } from './errorResponse.js';
-import {
-  type CoreHandler,
-  type CoreRequest,
-  type CoreResponse,
-  type RecyclingBody,
-  recycles,
-} from './types.js';
+import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface NodeServerOptions {
   /** Slow clients are cut off: headers must arrive within this... */

@@ -4,8 +4,8 @@
  * racing the change is decided under whichever rules the index it lands on holds.
  */
 
+import { RepoNotFound } from '../wal/errors.js';
 import type { Publisher } from '../wal/Publisher.js';
-import { RepoNotFound } from '../wal/Publisher.js';
 import type { Identity } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import type { ProtectionChange, ProtectionRule } from './protectionRules.js';

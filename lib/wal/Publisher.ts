@@ -17,7 +17,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Busy } from '../git/GitBudget.js';
 import {
   applyProtectionChange,
   type ProtectionChange,
@@ -27,7 +26,9 @@ import {
 } from '../policy/protectionRules.js';
 import { pushRefNameProblem } from '../protocol/refName.js';
 import { isStoreError } from '../store/errors.js';
+import { Busy } from '../util/Busy.js';
 import { boundIndex, DEFAULT_INDEX_POLICY, type IndexPolicy, withCheckpointTable } from './boundIndex.js';
+import { OutcomeUnknown, RepoNotFound } from './errors.js';
 import { encodeJson, sha256 } from './indexCodec.js';
 import { entryKey, indexKey } from './keys.js';
 import { putImmutable } from './putImmutable.js';
@@ -165,24 +166,6 @@ export const DEFAULT_PUBLISHER_OPTIONS: PublisherOptions = {
   now: () => new Date(),
   random: Math.random,
 };
-
-export class RepoNotFound extends Error {
-  readonly code = 'RepoNotFound';
-  constructor(readonly repo: string) {
-    super(`repository ${repo} does not exist`);
-  }
-}
-
-/** A CAS answered with an error and the index could not be read back: the push may or may not have landed. */
-export class OutcomeUnknown extends Error {
-  readonly code = 'OutcomeUnknown';
-  constructor(
-    readonly repo: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`the outcome of a push to ${repo} is unknown`, options);
-  }
-}
 
 interface Pending {
   readonly job: PushJob;

@@ -7,6 +7,7 @@ import { isStoreError, NotFound } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { mapLimit } from '../util/mapLimit.js';
+import { RepoExists } from './errors.js';
 import { ImmutableCache } from './ImmutableCache.js';
 import { decodeImmutable, decodeIndex, emptyIndex, encodeJson } from './indexCodec.js';
 import { chunkKey, indexKey, pageKey } from './keys.js';
@@ -24,13 +25,6 @@ import type {
   TablePointer,
 } from './types.js';
 import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE, ZERO_OID } from './types.js';
-
-export class RepoExists extends Error {
-  readonly code = 'RepoExists';
-  constructor(repo: string) {
-    super(`repository ${repo} already exists`);
-  }
-}
 
 export class Wal {
   readonly store: ObjectStore;

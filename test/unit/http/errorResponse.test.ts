@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AccessDenied } from '../../../lib/auth/AccessDenied.js';
-import { Busy } from '../../../lib/git/GitBudget.js';
 import { errorResponse } from '../../../lib/http/errorResponse.js';
 import { unauthorized } from '../../../lib/http/HttpError.js';
 import { silentLogger } from '../../../lib/log.js';
 import { PresenceUnavailable } from '../../../lib/presence/PresenceStore.js';
 import { ConditionalConflict, StoreUnavailable } from '../../../lib/store/errors.js';
+import { Busy } from '../../../lib/util/Busy.js';
 
 const answer = (error: unknown) => {
   const response = errorResponse(error, 'req-1', silentLogger);
