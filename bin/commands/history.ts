@@ -9,10 +9,10 @@ import { createApp } from '../../lib/app.js';
 import { loadConfig } from '../../lib/config.js';
 import { History } from '../../lib/history/History.js';
 import { jsonLogger } from '../../lib/log.js';
+import { ZERO_OID } from '../../lib/protocol/refValue.js';
 import { parseRepoName } from '../../lib/repoName.js';
 import { Publisher } from '../../lib/wal/Publisher.js';
 import { mapToRows } from '../../lib/wal/refRows.js';
-import { ZERO_OID } from '../../lib/wal/types.js';
 import { cliContext, type ExitCode, UsageError } from './context.js';
 
 const short = (oid: string) => (oid === ZERO_OID ? '(none)' : oid.slice(0, 10));

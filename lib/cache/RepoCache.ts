@@ -36,13 +36,14 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { checkpointAt, checkSeq, refsAt } from '../history/stateAt.js';
 import { type Logger, serializeError } from '../log.js';
+import type { RefValue } from '../protocol/refValue.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { Busy } from '../util/Busy.js';
 import { KeyedMutex } from '../util/KeyedMutex.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { packKey } from '../wal/keys.js';
-import type { CheckpointPointer, LoadedIndex, LogItem, RefValue } from '../wal/types.js';
+import type { CheckpointPointer, LoadedIndex, LogItem } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { LAST_USED } from './evict.js';
 import {

@@ -6,9 +6,10 @@
  */
 import type { RepoCache } from '../cache/RepoCache.js';
 import type { GitRunner } from '../git/GitRunner.js';
+import type { RefValue } from '../protocol/refValue.js';
 import { RepoNotFound } from '../wal/errors.js';
 import type { Publisher, RefOutcome } from '../wal/Publisher.js';
-import type { Identity, LoadedIndex, LogItem, RefValue, RepoIndex } from '../wal/types.js';
+import type { Identity, LoadedIndex, LogItem, RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { commitsBetween, type MoveDetail } from './commitsBetween.js';
 import { diffStates, type StateDiff } from './diffStates.js';

@@ -4,10 +4,12 @@
  * every page (`LogPage.before`), so finding it costs one page read, and a replay is bounded by the
  * checkpoint interval.
  */
+
+import type { RefValue } from '../protocol/refValue.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { NoSuchEntry } from '../wal/errors.js';
 import { rowsToMap } from '../wal/refRows.js';
-import type { CheckpointPointer, LogItem, RefUpdate, RefValue, RepoIndex } from '../wal/types.js';
+import type { CheckpointPointer, LogItem, RefUpdate, RepoIndex } from '../wal/types.js';
 import { PAGE_SIZE } from '../wal/types.js';
 import { applyUpdates, type Wal } from '../wal/Wal.js';
 

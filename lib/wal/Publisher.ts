@@ -25,6 +25,7 @@ import {
   sameRules,
 } from '../policy/protectionRules.js';
 import { pushRefNameProblem } from '../protocol/refName.js';
+import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import { isStoreError } from '../store/errors.js';
 import { Busy } from '../util/Busy.js';
 import { boundIndex, DEFAULT_INDEX_POLICY, type IndexPolicy, withCheckpointTable } from './boundIndex.js';
@@ -40,11 +41,10 @@ import type {
   LoadedIndex,
   LogItem,
   RefUpdate,
-  RefValue,
   RepoIndex,
   RewindInfo,
 } from './types.js';
-import { MAX_ITEM_UPDATES, ZERO_OID } from './types.js';
+import { MAX_ITEM_UPDATES } from './types.js';
 import type { Wal } from './Wal.js';
 
 export interface PushCommand {

@@ -3,6 +3,7 @@
  * sequence numbers. Writing is the Publisher's job; both share this view of the store.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import { isStoreError, NotFound } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
@@ -20,11 +21,10 @@ import type {
   LogPage,
   RefRow,
   RefTable,
-  RefValue,
   RepoIndex,
   TablePointer,
 } from './types.js';
-import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE, ZERO_OID } from './types.js';
+import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE } from './types.js';
 
 export class Wal {
   readonly store: ObjectStore;

@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
+import { ZERO_OID } from '../../../lib/protocol/refValue.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import type {
   GetOptions,
@@ -20,7 +21,6 @@ import type {
   StoredObject,
 } from '../../../lib/store/ObjectStore.js';
 import type { PushCommand, PushJob } from '../../../lib/wal/Publisher.js';
-import { ZERO_OID } from '../../../lib/wal/types.js';
 
 export { ZERO_OID };
 
