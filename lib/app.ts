@@ -32,12 +32,10 @@ import { MemoryBudget } from './http/MemoryBudget.js';
 import { createTransferRouter } from './http/transferRouter.js';
 import type { CoreHandler } from './http/types.js';
 import { type Logger, serializeError } from './log.js';
-import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
-import type { PresenceStore } from './presence/PresenceStore.js';
+import { createPresenceStore } from './presence/createPresenceStore.js';
 import { SecretsManagerClients } from './secrets/configuredSecret.js';
 import { fixedSecret, type Secret } from './secrets/Secret.js';
-import { FaultyObjectStore } from './store/FaultyObjectStore.js';
-import { FsObjectStore } from './store/FsObjectStore.js';
+import { createObjectStore } from './store/createObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
 import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
 import { mapLimit } from './util/mapLimit.js';
@@ -79,47 +77,6 @@ const REF_ANSWER_BYTES = 32 * 1024 ** 2;
 /** How long a full clone waits for this node's identical one to finish packing before packing itself. */
 const CLONE_PACK_WAIT_MS = 30_000;
 
-/** The S3 SDK is loaded only when configured, so the embedded default starts without it. */
-export async function createStore(config: Config, logger?: Logger): Promise<ObjectStore> {
-  let base: ObjectStore;
-  if (config.store.kind === 'fs') {
-    base = new FsObjectStore(config.store.root);
-  } else {
-    const [{ S3Client }, { S3ObjectStore }] = await Promise.all([
-      import('@aws-sdk/client-s3'),
-      import('./store/S3ObjectStore.js'),
-    ]);
-    base = new S3ObjectStore({
-      client: new S3Client({
-        region: config.store.region,
-        forcePathStyle: config.store.forcePathStyle,
-        // Checksums only where S3 requires them: S3-compatible stores (Ceph RGW 16) refuse the
-        // default streamed-upload checksums with 411.
-        requestChecksumCalculation: 'WHEN_REQUIRED',
-        ...(config.store.endpoint ? { endpoint: config.store.endpoint } : {}),
-      }),
-      bucket: config.store.bucket,
-      prefix: config.store.prefix,
-    });
-  }
-  if (config.storeLatencyMs === 0 && config.storeFaults.length === 0) return base;
-  return new FaultyObjectStore(base, {
-    latencyMs: config.storeLatencyMs,
-    faults: config.storeFaults,
-    ...(logger
-      ? {
-          onFault: (fault, key) =>
-            logger.warn('store fault injected', {
-              op: fault.op,
-              kind: fault.kind,
-              applied: fault.applied,
-              key,
-            }),
-        }
-      : {}),
-  });
-}
-
 export interface AppOptions {
   readonly store?: ObjectStore;
   /** The Lambda client the prewarm trigger invokes with, when `config.prewarm.kind` is lambda. */
@@ -130,7 +87,11 @@ export interface AppOptions {
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const trace = config.traceDir !== undefined ? await openTrace(config.traceDir) : undefined;
-  const untraced = options.store ?? (await createStore(config, logger));
+  const untraced =
+    options.store ??
+    (await createObjectStore(config, (fault, key) =>
+      logger.warn('store fault injected', { op: fault.op, kind: fault.kind, applied: fault.applied, key }),
+    ));
   const store = trace ? new TracingObjectStore(untraced, 'store', trace.sink) : untraced;
   const secrets = new SecretsManagerClients({
     region: config.awsRegion,
@@ -173,7 +134,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         });
   // Events go out only after the CAS that published their entries succeeded.
   const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
-  const presence = await createPresence(config, now, trace?.sink);
+  const presence = await createPresenceStore(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const git = new GitRunner({
     budget: new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare),
@@ -309,36 +270,6 @@ async function createPrewarmTrigger(
     client: client ?? new LambdaClient({ region: config.prewarm.region }),
     functionName: config.prewarm.functionName,
     logger,
-  });
-}
-
-/**
- * Presence records live where every node sharing the cache directory can see them: DynamoDB in
- * AWS, a directory beside the shared cache otherwise.
- */
-export async function createPresence(
-  config: Config,
-  now: () => number = Date.now,
-  trace?: StoreSpanSink,
-): Promise<PresenceStore> {
-  if (config.presence.kind === 'local') {
-    const local = new FsObjectStore(join(config.cacheDir, 'presence'));
-    return new ObjectPresenceStore({
-      store: trace ? new TracingObjectStore(local, 'presence', trace) : local,
-      now,
-    });
-  }
-  const [{ DynamoDBClient }, { DynamoPresenceStore }] = await Promise.all([
-    import('@aws-sdk/client-dynamodb'),
-    import('./presence/DynamoPresenceStore.js'),
-  ]);
-  return new DynamoPresenceStore({
-    client: new DynamoDBClient({
-      region: config.presence.region,
-      ...(config.presence.endpoint ? { endpoint: config.presence.endpoint } : {}),
-    }),
-    table: config.presence.table,
-    now,
   });
 }
 

@@ -1,10 +1,10 @@
 /**
  * `narwal protect list|add|remove|clear`: a repository's protected-ref rules. A change is a
- * protect entry in the log, published by the same CAS as pushes (see lib/policy/protection.ts).
+ * protect entry in the log, published by the same CAS as pushes (see lib/history/protection.ts).
  */
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
-import { changeProtection, readProtection } from '../../lib/policy/protection.js';
+import { changeProtection, readProtection } from '../../lib/history/protection.js';
 import {
   type ProtectionChange,
   type ProtectionRule,

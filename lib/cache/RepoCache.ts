@@ -34,7 +34,6 @@ import {
 } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { checkpointAt, checkSeq, refsAt } from '../history/stateAt.js';
 import { type Logger, serializeError } from '../log.js';
 import type { RefValue } from '../protocol/refValue.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
@@ -43,6 +42,7 @@ import { Busy } from '../util/Busy.js';
 import { KeyedMutex } from '../util/KeyedMutex.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { packKey } from '../wal/keys.js';
+import { checkpointAt, checkSeq, refsAt } from '../wal/stateAt.js';
 import type { CheckpointPointer, LoadedIndex, LogItem } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { LAST_USED } from './evict.js';

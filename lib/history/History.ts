@@ -9,6 +9,7 @@ import type { GitRunner } from '../git/GitRunner.js';
 import type { RefValue } from '../protocol/refValue.js';
 import { RepoNotFound } from '../wal/errors.js';
 import type { Publisher, RefOutcome } from '../wal/Publisher.js';
+import { checkSeq, fullUpdates, itemAt, refsAt } from '../wal/stateAt.js';
 import type { Identity, LoadedIndex, LogItem, RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { commitsBetween, type MoveDetail } from './commitsBetween.js';
@@ -16,7 +17,6 @@ import { diffStates, type StateDiff } from './diffStates.js';
 import { type LogSlice, logPage } from './logPage.js';
 import { planRewind, type RewindPlan } from './planRewind.js';
 import { type RefMove, refMoves } from './refMoves.js';
-import { checkSeq, fullUpdates, itemAt, refsAt } from './stateAt.js';
 
 export interface HistoryDeps {
   readonly wal: Wal;

@@ -8,10 +8,10 @@
 import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import type { PushCommand } from '../wal/Publisher.js';
 import { compareNames } from '../wal/refRows.js';
+import { checkSeq, refsAt } from '../wal/stateAt.js';
 import type { RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { refMatcher } from './refPattern.js';
-import { checkSeq, refsAt } from './stateAt.js';
 
 export interface RewindPlan {
   readonly repo: string;

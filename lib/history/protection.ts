@@ -1,14 +1,15 @@
 /**
  * Reading and changing a repository's protection rules. A change is a protect entry published by
  * the Publisher's CAS like any push, so the log records who changed the rules and when, and a push
- * racing the change is decided under whichever rules the index it lands on holds.
+ * racing the change is decided under whichever rules the index it lands on holds. (The rules
+ * themselves, and how a ref update is checked against them, are lib/policy/protectionRules.ts.)
  */
 
+import type { ProtectionChange, ProtectionRule } from '../policy/protectionRules.js';
 import { RepoNotFound } from '../wal/errors.js';
 import type { Publisher } from '../wal/Publisher.js';
 import type { Identity } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
-import type { ProtectionChange, ProtectionRule } from './protectionRules.js';
 
 export interface ProtectionState {
   readonly repo: string;

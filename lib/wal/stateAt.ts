@@ -7,11 +7,11 @@
 
 import type { RefValue } from '../protocol/refValue.js';
 import { mapLimit } from '../util/mapLimit.js';
-import { NoSuchEntry } from '../wal/errors.js';
-import { rowsToMap } from '../wal/refRows.js';
-import type { CheckpointPointer, LogItem, RefUpdate, RepoIndex } from '../wal/types.js';
-import { PAGE_SIZE } from '../wal/types.js';
-import { applyUpdates, type Wal } from '../wal/Wal.js';
+import { NoSuchEntry } from './errors.js';
+import { rowsToMap } from './refRows.js';
+import type { CheckpointPointer, LogItem, RefUpdate, RepoIndex } from './types.js';
+import { PAGE_SIZE } from './types.js';
+import { applyUpdates, type Wal } from './Wal.js';
 
 /** Throws NoSuchEntry unless `seq` names a published entry (0 is the empty repository). */
 export function checkSeq(index: RepoIndex, seq: number): void {
