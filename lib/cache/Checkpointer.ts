@@ -152,7 +152,7 @@ export class Checkpointer {
     const { wal, cache, git, publisher } = this.#deps;
     const { index } = loaded;
     const dir = join(await this.#deps.scratchRoot(), `checkpoint-${randomUUID()}.git`);
-    const generation = await cache.read(cache.target(loaded));
+    const generation = await cache.leaseComplete(cache.target(loaded));
     const packDir = join(dir, 'objects', 'pack');
     try {
       await mkdir(packDir, { recursive: true });

@@ -186,12 +186,12 @@ export class RepoCache {
    * A leased generation whose refs are those of `target`, for advertising refs; its objects may
    * still be missing. The caller releases it when its git process is done.
    */
-  async advertise(target: CacheTarget): Promise<Generation> {
+  async leaseRefs(target: CacheTarget): Promise<Generation> {
     return this.#lease(target, () => this.#ensureRefs(target));
   }
 
   /** A leased, complete generation for `target` (completed first if needed, reporting progress). */
-  async read(target: CacheTarget, progress?: Progress): Promise<Generation> {
+  async leaseComplete(target: CacheTarget, progress?: Progress): Promise<Generation> {
     return this.#lease(target, () => this.#complete(target, progress));
   }
 

@@ -108,7 +108,7 @@ export async function runReceivePack(
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
   const target = deps.cache.target(request.loaded);
   if (await deps.cache.isComplete(target)) {
-    return receiveInto(deps, request, await deps.cache.read(target));
+    return receiveInto(deps, request, await deps.cache.leaseComplete(target));
   }
   const near = await deps.cache.nearlyComplete(target);
   if (near) return receiveInto(deps, request, near);
@@ -120,13 +120,13 @@ export async function runReceivePack(
     const head = await spool.head;
     const sideband = head.capabilities.includes('side-band-64k') && !head.capabilities.includes('quiet');
     if (!sideband || head.commands.length === 0) {
-      const generation = await deps.cache.read(target);
+      const generation = await deps.cache.leaseComplete(target);
       await spool.done;
       return await receiveInto(deps, { ...request, body: await spool.open() }, generation, spool.remove);
     }
     const progress = new SidebandProgress(Buffer.alloc(0));
     void (async () => {
-      const generation = await deps.cache.read(target, (message, final) => progress.progress(message, final));
+      const generation = await deps.cache.leaseComplete(target, (message, final) => progress.progress(message, final));
       await spool.done;
       const outcome = await receiveInto(
         deps,

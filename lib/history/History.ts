@@ -97,7 +97,7 @@ export class History {
     if (changes.moved.length === 0 || cache === undefined || git === undefined)
       return { from, to, ...changes, details: [] };
     // Every object the log ever published is in the object store of a complete generation.
-    const generation = await cache.read(cache.target(loaded));
+    const generation = await cache.leaseComplete(cache.target(loaded));
     try {
       return { from, to, ...changes, details: await commitsBetween(git, generation.dir, changes.moved) };
     } finally {

@@ -122,7 +122,7 @@ export async function infoRefs(
   if (known) return { status: 200, headers, body: Buffer.concat([prefix, known]) };
   // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
   // after O(refs) work, and the download waits for the request that needs objects.
-  const generation = target ? await deps.cache.advertise(target) : null;
+  const generation = target ? await deps.cache.leaseRefs(target) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const child = await spawnReleasing(
     deps.git,
@@ -187,7 +187,7 @@ async function lsRefs(
   const key = RefAnswers.key(target, 'ls-refs', protocol, request);
   let refs = deps.refAnswers.get(key);
   if (refs === undefined) {
-    const generation = await deps.cache.advertise(target);
+    const generation = await deps.cache.leaseRefs(target);
     const { child, exit } = await spawnUploadPack(deps, generation, options);
     child.stdin?.on('error', () => {});
     child.stdin?.end(request);
@@ -256,7 +256,7 @@ async function answerFetch(
   }
   const complete = await deps.cache.isComplete(target);
   if (complete && deps.packObjectsHook === null) {
-    return startUploadPack(deps, await deps.cache.read(target), early ? Readable.from([early]) : body, {
+    return startUploadPack(deps, await deps.cache.leaseComplete(target), early ? Readable.from([early]) : body, {
       protocol,
       owner,
     });
@@ -266,7 +266,7 @@ async function answerFetch(
   const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
   const cloneEnv: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
   if (complete) {
-    const generation = await deps.cache.read(target);
+    const generation = await deps.cache.leaseComplete(target);
     const cached = clone ? await deps.clonePacking.open(generation.dir, clone) : { pack: null };
     if (clone && cached.pack) {
       return {
@@ -292,7 +292,7 @@ async function answerFetch(
   const refs = kind.wantRefs.length > 0 ? await target.refs() : new Map<string, RefValue>();
   const prefix = predictedPrefix(kind, v2, (ref) => refs.get(ref === 'HEAD' ? target.head : ref)?.oid);
   if (prefix === null) {
-    return startUploadPack(deps, await deps.cache.read(target), Readable.from([bytes]), {
+    return startUploadPack(deps, await deps.cache.leaseComplete(target), Readable.from([bytes]), {
       protocol,
       owner,
       env: cloneEnv,
@@ -302,7 +302,7 @@ async function answerFetch(
   // preparation as progress, as git reports its own while it counts and compresses objects.
   const progress = new SidebandProgress(prefix);
   void (async () => {
-    const generation = await deps.cache.read(target, (message, final) => progress.progress(message, final));
+    const generation = await deps.cache.leaseComplete(target, (message, final) => progress.progress(message, final));
     if (progress.closed) {
       await generation.release();
       return;

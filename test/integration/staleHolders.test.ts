@@ -53,11 +53,11 @@ describe('a writer-lock holder that was stopped and goes on', () => {
       await deleteInUse(join(dataDir, 'cache', 'repos'));
       const loaded = await frozen.wal.readIndex('stale/build');
       if (loaded === null) throw new Error('repository missing');
-      const reading = frozen.cache.read(frozen.cache.target(loaded));
+      const reading = frozen.cache.leaseComplete(frozen.cache.target(loaded));
       await gate.reached;
       // Meanwhile the repository's cache is evicted and another node starts its generation again.
       await deleteInUse(join(dataDir, 'cache', 'repos'));
-      const started = await other.app.cache.advertise(other.app.cache.target(loaded));
+      const started = await other.app.cache.leaseRefs(other.app.cache.target(loaded));
       await started.release();
       gate.release();
       const generation = await reading;
