@@ -18,12 +18,10 @@ import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
 import { createEventSinks } from './events/createEventSinks.js';
 import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
-import { ClonePacking } from './git/clonePack.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { ensureHooks, installHooks } from './git/hookScript.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
-import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
 import { createHandler } from './http/createHandler.js';
@@ -38,6 +36,8 @@ import { fixedSecret, type Secret } from './secrets/Secret.js';
 import { createObjectStore } from './store/createObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
 import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
+import { ClonePacking } from './transfer/clonePack.js';
+import { RefAnswers } from './transfer/RefAnswers.js';
 import { mapLimit } from './util/mapLimit.js';
 import { Publisher } from './wal/Publisher.js';
 import type { LoadedIndex } from './wal/types.js';
@@ -70,7 +70,7 @@ export interface App {
 }
 
 /**
- * Memory for answers git gave about ref states (RefAnswers.ts): 32 MiB holds the ref listings of
+ * Memory for answers git gave about ref states (transfer/RefAnswers.ts): 32 MiB holds the ref listings of
  * many repositories of thousands of refs; one of 100,000 refs (about 6 MiB) still fits.
  */
 const REF_ANSWER_BYTES = 32 * 1024 ** 2;

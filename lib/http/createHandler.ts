@@ -5,21 +5,23 @@
 import { tokenFromAuthorization } from '../auth/basicAuth.js';
 import type { Principal } from '../auth/Principal.js';
 import type { TokenStore } from '../auth/TokenStore.js';
+import type { Publisher } from '../wal/Publisher.js';
 import { apiRoute } from './apiRoutes.js';
 import { baseUrl } from './baseUrl.js';
 import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
-import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
+import { type GitRouteDeps, infoRefsRoute, receivePackRoute, uploadPackRoute } from './gitRoutes.js';
 import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
 import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
-import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
+import { isProtectionPath, type ProtectionRouteDeps, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
 import { requireSameOrigin } from './sameOrigin.js';
 import { isTokensPath, tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
-export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps {
+export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps, ProtectionRouteDeps {
+  readonly publisher: Publisher;
   readonly tokens: TokenStore;
   /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */
   readonly health?: HealthCheck;
@@ -59,12 +61,12 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
   if (suffix === '/info/refs') {
     if (request.method !== 'GET' && request.method !== 'HEAD')
       throw methodNotAllowed('narwal: use GET for info/refs');
-    return infoRefs(deps, request, repo, principal, at);
+    return infoRefsRoute(deps, request, repo, principal, at);
   }
   if (request.method !== 'POST') throw methodNotAllowed(`narwal: use POST for ${suffix.slice(1)}`);
   return suffix === '/git-upload-pack'
-    ? uploadPack(deps, request, repo, principal, at)
-    : receivePack(deps, request, repo, principal, at);
+    ? uploadPackRoute(deps, request, repo, principal, at)
+    : receivePackRoute(deps, request, repo, principal, at);
 }
 
 async function healthz(deps: HandlerDeps): Promise<CoreResponse> {

@@ -14,6 +14,7 @@ import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
+import { CacheChanged, GitRefused, RepoBeingCreated } from '../transfer/errors.js';
 import { Busy } from '../util/Busy.js';
 import { NoSuchEntry, RepoNotFound } from '../wal/errors.js';
 import { NOT_STORED } from './cachePolicy.js';
@@ -28,6 +29,9 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof HttpError) return text(error.status, error.message, error.headers);
   if (error instanceof AccessDenied) return accessDenied(error);
   if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
+  if (error instanceof GitRefused) return text(400, error.message);
+  if (error instanceof CacheChanged) return text(503, error.message, { 'retry-after': '1' });
+  if (error instanceof RepoBeingCreated) return text(409, error.message);
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
   if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
   if (error instanceof InvalidRefPattern) return text(400, `narwal: ${error.message}`);

@@ -11,10 +11,10 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../git/packCacheHook.js';
 import type { FullClone } from '../protocol/fullClone.js';
 import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js';
 import type { RecyclingBody } from '../util/RecyclingBody.js';
-import { CLONE_SUFFIX, PACK_CACHE_DIR } from './packCacheHook.js';
 
 /** A pack's 12-byte header and 20-byte trailer: anything shorter is not a pack. */
 const MIN_PACK_BYTES = 32;

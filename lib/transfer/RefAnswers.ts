@@ -5,7 +5,7 @@
  * answer; a clone storm then starts one git process for its refs, not one per clone (starting a
  * process costs the node's main thread about as much as sending the clone's whole pack).
  *
- * Only answers that were checked whole are kept (see gitRoutes.ts, checkedRefs). Bounded by
+ * Only answers that were checked whole are kept (see checkedRefs.ts). Bounded by
  * total bytes, least recently used first out.
  */
 import { createHash } from 'node:crypto';

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ClonePacking, clonePackBody, openClonePack } from '../../../lib/git/clonePack.js';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../../../lib/git/packCacheHook.js';
 import type { FullClone } from '../../../lib/protocol/fullClone.js';
 import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
+import { ClonePacking, clonePackBody, openClonePack } from '../../../lib/transfer/clonePack.js';
 
 const KEY = 'ab'.repeat(32);
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { spoolBody } from '../../../lib/git/spoolBody.js';
+import { spoolBody } from '../../../lib/transfer/spoolBody.js';
 
 const ZERO = '0'.repeat(40);
 const ONE = '1'.repeat(40);

@@ -5,13 +5,18 @@
  * the entry is published - packs uploaded, entry written, index CAS won - before git can report
  * `ok` for any ref (docs/architecture.md invariant 1).
  *
- * The hook itself is a two-line shell relay (see hookScript.ts): receive-pack's children inherit
+ * The hook itself is a two-line shell relay (git/hookScript.ts): receive-pack's children inherit
  * fd 3, a socketpair to this process, so the decision runs here with the store clients, caches
  * and group commit of this node, and no extra runtime starts per push.
  */
 import type { Duplex, Readable } from 'node:stream';
-import type { Generation, RepoCache } from '../cache/RepoCache.js';
-import { HttpError } from '../http/HttpError.js';
+import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
+import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
+import { fastForwards, pairKey } from '../git/fastForwards.js';
+import type { GitRunner } from '../git/GitRunner.js';
+import { peelTags } from '../git/peelTags.js';
+import { receivePackConfig } from '../git/receivePackConfig.js';
+import { createEmptyBase, createScratchRepo, type ReceivedPack } from '../git/scratchRepo.js';
 import { type Logger, serializeError } from '../log.js';
 import { matchesRef, type ProtectionRule } from '../policy/protectionRules.js';
 import {
@@ -22,24 +27,37 @@ import {
 import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
 import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
-import { Busy } from '../util/Busy.js';
 import { onBodyError } from '../util/onBodyError.js';
-import { OutcomeUnknown, RepoNotFound } from '../wal/errors.js';
+import { OutcomeUnknown, RepoExists, RepoNotFound } from '../wal/errors.js';
+import { emptyIndex } from '../wal/indexCodec.js';
 import { packKey } from '../wal/keys.js';
-import { type Publisher, type RefOutcome, refusedOnEmptyRepo } from '../wal/Publisher.js';
+import { type PublishResult, type PushJob, type RefOutcome, refusedOnEmptyRepo } from '../wal/Publisher.js';
 import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
-import { type ChildExit, childExit, firstOutput } from './childOutput.js';
-import { fastForwards, pairKey } from './fastForwards.js';
-import type { GitRunner } from './GitRunner.js';
-import { createEmptyBase, createScratchRepo, type ReceivedPack } from './scratchRepo.js';
-import { SidebandProgress } from './sidebandProgress.js';
+import { answerWhilePreparing } from './answerWhilePreparing.js';
+import { type ClientMessage, GitRefused, RepoBeingCreated } from './errors.js';
 import { spoolBody } from './spoolBody.js';
 
-export interface ReceivePackDeps {
+/** The cache as a push uses it (RepoCache). */
+export interface PushCache {
+  target(loaded: LoadedIndex): CacheTarget;
+  isComplete(target: CacheTarget): Promise<boolean>;
+  leaseComplete(target: CacheTarget, progress?: Progress): Promise<Generation>;
+  /** A complete generation a few entries older whose object store holds the newer packs, or null. */
+  nearlyComplete(target: CacheTarget): Promise<Generation | null>;
+  /** Adds packs this node received (a push it published) without downloading them again. */
+  adoptPacks(repo: string, created: string, packs: readonly ReceivedPack[]): Promise<void>;
+}
+
+export interface PushDeps {
   readonly git: GitRunner;
-  readonly cache: RepoCache;
-  readonly publisher: Publisher;
+  readonly cache: PushCache;
+  readonly publisher: { publish(job: PushJob): Promise<PublishResult> };
+  /** Creates the repository a push is the first to; reads it when a racing push created it. */
+  readonly wal: {
+    createRepo(repo: string, options: { public: boolean }): Promise<LoadedIndex>;
+    readIndex(repo: string): Promise<LoadedIndex | null>;
+  };
   readonly store: ObjectStore;
   readonly hooksDir: string;
   /**
@@ -54,37 +72,18 @@ export interface ReceivePackDeps {
   readonly logger: Logger;
   /** Hints after a publish (prewarm the next generation, maybe checkpoint); never awaited by the push. */
   readonly afterPublish: (repo: string, loaded: LoadedIndex) => void;
+  readonly clientMessage: ClientMessage;
 }
 
-export type ReceivePackOutcome =
-  | { readonly kind: 'stream'; readonly body: Readable }
-  | { readonly kind: 'refused'; readonly exit: ChildExit; readonly inputError?: Error };
-
-/** Git configuration for receive-pack; each line says why. */
-export function receivePackConfig(hooksDir: string): string[] {
-  return [
-    // Every ref command goes to the proc-receive hook: narwal, not receive-pack, updates refs.
-    ...['-c', 'receive.procReceiveRefs=refs'],
-    ...['-c', `core.hooksPath=${hooksDir}`],
-    // Keep every pushed pack as a pack (never explode it into loose objects) so it can be stored as is.
-    ...['-c', 'receive.unpackLimit=1'],
-    ...['-c', 'receive.fsckObjects=true'],
-    ...['-c', 'receive.advertisePushOptions=true'],
-    // The private repository is thrown away after the push; gc there is wasted work.
-    ...['-c', 'receive.autogc=false'],
-    ...['-c', 'gc.auto=0'],
-  ];
-}
-
-export interface ReceivePackRequest {
+export interface PushRequest {
   readonly repo: string;
-  /** The index the client's advertisement came from (an unborn one for a new repository). */
-  readonly loaded: LoadedIndex;
   /**
-   * Set when the repository does not exist yet: creates it (or finds it created meanwhile). It
-   * is called only once a command would change a ref, so a refused push leaves nothing behind.
+   * The index the client's advertisement came from, or null when the repository does not exist
+   * yet: the push then creates it, once a command would change a ref, so a refused push (bad
+   * commands, a bad pack, invalid ref names) leaves nothing in the store.
    */
-  readonly create?: () => Promise<LoadedIndex>;
+  readonly loaded: LoadedIndex | null;
+  /** The request body, decoded and bounded. */
   readonly body: Readable;
   readonly who: Identity;
   /** Whom receive-pack's git slot is counted against (see GitSpawnOptions.owner). */
@@ -93,15 +92,42 @@ export interface ReceivePackRequest {
   readonly undecided?: () => void;
 }
 
+/** A push as receive-pack runs it: the index it starts from, and how to create the repository. */
+interface Received extends Omit<PushRequest, 'loaded'> {
+  readonly loaded: LoadedIndex;
+  readonly create?: () => Promise<LoadedIndex>;
+}
+
+type ReceiveOutcome =
+  | { readonly kind: 'stream'; readonly body: Readable }
+  | { readonly kind: 'refused'; readonly exit: ChildExit; readonly inputError?: Error };
+
 /**
- * Runs a push. When the repository's cache must be prepared first (a cold cache), the body is
- * spooled to disk meanwhile - so git finishes sending and reads the answer - and, when the client
- * takes sideband messages, the answer starts at once with the preparation's progress.
+ * Runs a push and returns git's answer. When the repository's cache must be prepared first (a
+ * cold cache), the body is spooled to disk meanwhile - so git finishes sending and reads the
+ * answer - and, when the client takes sideband messages, the answer starts at once with the
+ * preparation's progress. A request git refuses without answering throws (GitRefused, or the
+ * body's own error).
  */
-export async function runReceivePack(
-  deps: ReceivePackDeps,
-  request: ReceivePackRequest,
-): Promise<ReceivePackOutcome> {
+export async function receivePush(deps: PushDeps, request: PushRequest): Promise<Readable | Buffer> {
+  const { loaded } = request;
+  const received: Received =
+    loaded === null
+      ? { ...request, loaded: unbornIndex(request.repo), create: () => createForPush(deps, request.repo) }
+      : { ...request, loaded };
+  return answerOf(await receive(deps, received));
+}
+
+/** git's answer, or why there is none. */
+function answerOf(outcome: ReceiveOutcome): Readable | Buffer {
+  if (outcome.kind === 'stream') return outcome.body;
+  if (outcome.inputError) throw outcome.inputError;
+  // git's probe POST (a lone flush-pkt) and empty requests get an empty answer.
+  if (outcome.exit.code === 0) return Buffer.alloc(0);
+  throw new GitRefused('receive-pack', outcome.exit.stderr);
+}
+
+async function receive(deps: PushDeps, request: Received): Promise<ReceiveOutcome> {
   // A repository that does not exist yet has nothing to prepare and must not get a cache entry.
   if (request.create) return receiveInto(deps, request, await createEmptyBase(await deps.scratchRoot()));
   // The generation of the index the client's advertisement came from (or a newer one): its
@@ -124,34 +150,35 @@ export async function runReceivePack(
       await spool.done;
       return await receiveInto(deps, { ...request, body: await spool.open() }, generation, spool.remove);
     }
-    const progress = new SidebandProgress(Buffer.alloc(0));
-    void (async () => {
-      const generation = await deps.cache.leaseComplete(target, (message, final) => progress.progress(message, final));
-      await spool.done;
-      const outcome = await receiveInto(
-        deps,
-        { ...request, body: await spool.open() },
-        generation,
-        spool.remove,
-      );
-      if (outcome.kind === 'stream') await progress.relay(outcome.body);
-      else
-        progress.fail(
-          outcome.inputError?.message ?? `narwal: ${lastLine(outcome.exit.stderr) ?? 'push refused'}`,
-        );
-    })().catch((error: unknown) => {
-      void spool.remove();
-      deps.logger.warn('push failed while preparing the repository', {
+    const body = answerWhilePreparing(
+      {
+        prefix: Buffer.alloc(0),
+        prepare: (progress) => deps.cache.leaseComplete(target, progress),
+        answer: async (generation, answer) => {
+          await spool.done;
+          const outcome = await receiveInto(
+            deps,
+            { ...request, body: await spool.open() },
+            generation,
+            spool.remove,
+          );
+          if (outcome.kind === 'stream') await answer.relay(outcome.body);
+          else
+            answer.fail(
+              outcome.inputError?.message ?? `narwal: ${lastLine(outcome.exit.stderr) ?? 'push refused'}`,
+            );
+        },
+      },
+      {
+        logger: deps.logger,
+        event: 'push failed while preparing the repository',
         repo: request.repo,
-        error: serializeError(error),
-      });
-      progress.fail(
-        error instanceof Busy || error instanceof HttpError
-          ? error.message
-          : 'narwal: the repository could not be prepared, the push was not recorded; retry the push',
-      );
-    });
-    return { kind: 'stream', body: progress.body };
+        clientMessage: deps.clientMessage,
+        otherwise: 'narwal: the repository could not be prepared, the push was not recorded; retry the push',
+        cleanup: spool.remove,
+      },
+    );
+    return { kind: 'stream', body };
   } catch (error) {
     await spool.remove();
     throw error;
@@ -159,11 +186,11 @@ export async function runReceivePack(
 }
 
 async function receiveInto(
-  deps: ReceivePackDeps,
-  request: ReceivePackRequest,
-  generation: Generation,
+  deps: PushDeps,
+  request: Received,
+  generation: Pick<Generation, 'dir' | 'objects' | 'release'>,
   cleanup: () => Promise<void> = async () => {},
-): Promise<ReceivePackOutcome> {
+): Promise<ReceiveOutcome> {
   const { repo } = request;
   let scratch: Awaited<ReturnType<typeof createScratchRepo>>;
   try {
@@ -216,10 +243,7 @@ async function receiveInto(
       });
     } catch (error) {
       // Nothing was published (or its outcome could not be learned): no ref may report ok.
-      deps.logger.error('push not published', {
-        repo,
-        error: serializeError(error),
-      });
+      deps.logger.error('push not published', { repo, error: serializeError(error) });
       const reason = refusalFor(error);
       return commands.map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason }));
     }
@@ -249,7 +273,7 @@ async function receiveInto(
 }
 
 async function publishPush(
-  deps: ReceivePackDeps,
+  deps: PushDeps,
   push: {
     repo: string;
     created: string;
@@ -272,7 +296,7 @@ async function publishPush(
   ).then(() => {});
   stored.catch(() => {});
   const [peeled, forwards] = await Promise.all([
-    peelAll(
+    peelTags(
       push.git,
       push.scratch.dir,
       live.map((c) => c.newOid),
@@ -325,26 +349,22 @@ function resultOf(o: RefOutcome): ProcReceiveResult {
   return o.ok ? { ref: o.ref, ok: true } : { ref: o.ref, ok: false, reason: o.reason };
 }
 
-/**
- * What each annotated tag among `oids` peels to (one `git cat-file` for the whole push; other
- * objects are absent from the result). The log records it so that a generation's packed-refs
- * can carry peeled values and git can advertise refs before any pack is downloaded.
- */
-async function peelAll(git: GitRunner, dir: string, oids: readonly string[]): Promise<Map<string, string>> {
-  const unique = [...new Set(oids)];
-  if (unique.length === 0) return new Map();
-  const output = await git.check(['cat-file', '--batch-check=%(objectname)'], {
-    cwd: dir,
-    withinSlot: true,
-    input: unique.map((oid) => `${oid}^{}\n`).join(''),
-  });
-  const lines = output.toString('utf8').split('\n');
-  const peeled = new Map<string, string>();
-  unique.forEach((oid, i) => {
-    const target = lines[i]?.trim();
-    if (target && /^[0-9a-f]{40,64}$/.test(target) && target !== oid) peeled.set(oid, target);
-  });
-  return peeled;
+/** What a repository that does not exist yet looks like to receive-pack: no refs, no objects. */
+function unbornIndex(repo: string): LoadedIndex {
+  return { index: emptyIndex(repo, { public: false, now: new Date(0) }), etag: 'unborn' };
+}
+
+async function createForPush(deps: PushDeps, repo: string): Promise<LoadedIndex> {
+  try {
+    const created = await deps.wal.createRepo(repo, { public: false });
+    deps.logger.info('repository created by push', { repo });
+    return created;
+  } catch (error) {
+    if (!(error instanceof RepoExists)) throw error;
+    const loaded = await deps.wal.readIndex(repo);
+    if (loaded === null) throw new RepoBeingCreated(repo);
+    return loaded;
+  }
 }
 
 function lastLine(text: string): string | undefined {
@@ -362,7 +382,7 @@ function refusalFor(error: unknown): string {
   }
   if (isStoreError(error))
     return 'narwal: storage busy or unavailable, the push was not recorded; retry the push';
-  // A refusal meant for the client (e.g. the repository is still being created) keeps its words.
-  if (error instanceof HttpError && error.status < 500) return error.message;
+  // A refusal meant for the client (the repository is still being created) keeps its words.
+  if (error instanceof RepoBeingCreated) return error.message;
   return 'narwal: internal error, the push was not recorded; retry the push';
 }

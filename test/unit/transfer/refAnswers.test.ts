@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RefAnswers } from '../../../lib/git/RefAnswers.js';
+import { RefAnswers } from '../../../lib/transfer/RefAnswers.js';
 
 const state = (name: string, created = '2026-01-01T00:00:00.000Z') => ({ repo: 'team/app', created, name });
 const bytes = (n: number, fill = 'a') => Buffer.alloc(n, fill);
