@@ -10,14 +10,15 @@ import { apiRoute } from './apiRoutes.js';
 import { baseUrl } from './baseUrl.js';
 import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefsRoute, receivePackRoute, uploadPackRoute } from './gitRoutes.js';
-import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
+import { methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
 import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
-import { isProtectionPath, type ProtectionRouteDeps, protectionRoute } from './protectionRoutes.js';
+import { type ProtectionRouteDeps, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
+import { decodePath, type GitSuffix, gitSuffix, routeOf } from './routeOf.js';
 import { requireSameOrigin } from './sameOrigin.js';
-import { isTokensPath, tokenRoute } from './tokenRoutes.js';
+import { tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps, ProtectionRouteDeps {
@@ -26,8 +27,6 @@ export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps, ProtectionR
   /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */
   readonly health?: HealthCheck;
 }
-
-const GIT_SUFFIXES = ['/info/refs', '/git-upload-pack', '/git-receive-pack'] as const;
 
 export function createHandler(deps: HandlerDeps): CoreHandler {
   return async (request) => {
@@ -44,20 +43,36 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
 
 async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreResponse> {
   const path = decodePath(request.path);
-  if (path === '/healthz') return healthz(deps);
+  const to = routeOf(path);
+  if (to.kind === 'health') return healthz(deps);
   requireSameOrigin(request);
-  if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
-  if (isTokensPath(path)) return tokenRoute(deps, request, path, await authenticate(deps, request));
+  if (to.kind === 'protection')
+    return protectionRoute(deps, request, path, await authenticate(deps, request));
+  if (to.kind === 'tokens') return tokenRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
-  if (path === '/' || path === '') {
-    if (request.query.has('sign-in')) return signInRoute(principal);
-    return wantsHtml(request) ? repoListRoute(deps, request, principal) : frontPage(deps, request);
+  switch (to.kind) {
+    case 'front':
+      if (request.query.has('sign-in')) return signInRoute(principal);
+      return wantsHtml(request) ? repoListRoute(deps, request, principal) : frontPage(deps, request);
+    case 'login':
+      return loginPage(principal);
+    case 'api':
+      return apiRoute(deps, request, to.path, principal);
+    case 'page':
+      return monitorRoute(deps, request, to.path, principal);
+    case 'git':
+      return gitRoute(deps, request, to.suffix, to.repoPart, principal);
   }
-  if (path === '/-/login') return loginPage(principal);
-  if (path.startsWith('/api/v1/')) return apiRoute(deps, request, path.slice('/api/v1'.length), principal);
-  const suffix = gitSuffix(path);
-  if (suffix === undefined) return monitorRoute(deps, request, path.slice(1), principal);
-  const { repo, at } = gitRepoFromPath(path.slice(1, -suffix.length));
+}
+
+function gitRoute(
+  deps: HandlerDeps,
+  request: CoreRequest,
+  suffix: GitSuffix,
+  repoPart: string,
+  principal: Principal | null,
+): Promise<CoreResponse> {
+  const { repo, at } = gitRepoFromPath(repoPart);
   if (suffix === '/info/refs') {
     if (request.method !== 'GET' && request.method !== 'HEAD')
       throw methodNotAllowed('narwal: use GET for info/refs');
@@ -76,10 +91,6 @@ async function healthz(deps: HandlerDeps): Promise<CoreResponse> {
   return text(report.ok ? 200 : 503, `${report.ok ? 'ok' : 'narwal: unhealthy'}\n${lines.join('\n')}`);
 }
 
-function gitSuffix(path: string): (typeof GIT_SUFFIXES)[number] | undefined {
-  return GIT_SUFFIXES.find((s) => path.endsWith(s));
-}
-
 function isGitPath(rawPath: string): boolean {
   return gitSuffix(rawPath.replace(/\/+$/, '')) !== undefined;
 }
@@ -92,24 +103,6 @@ async function authenticate(deps: HandlerDeps, request: CoreRequest): Promise<Pr
   if (principal === null)
     throw unauthorized('narwal: invalid credentials (use a narwal token as the password)');
   return principal;
-}
-
-/**
- * The path as the router sees it. A percent-encoded `/` or `\` is refused rather than decoded:
- * it would let one repository be named by a URL whose segments say something else. What is left
- * is checked by parseRepoName, so `..`, `.`, empty segments and odd characters never reach a key.
- */
-function decodePath(raw: string): string {
-  if (/%(2f|5c)/i.test(raw)) throw badRequest('narwal: encoded "/" or "\\" in the URL path');
-  try {
-    const path = decodeURIComponent(raw);
-    if (path.includes('\0') || path.includes('\\'))
-      throw badRequest('narwal: invalid characters in the URL path');
-    return path.replace(/\/+$/, '') || '/';
-  } catch (error) {
-    if (error instanceof URIError) throw badRequest('narwal: malformed percent-encoding in the URL path');
-    throw error;
-  }
 }
 
 function frontPage(deps: HandlerDeps, request: CoreRequest): CoreResponse {
