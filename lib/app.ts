@@ -288,18 +288,25 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       return progress.flat();
     },
     async warmUp() {
-      await browse.warmUp(git);
-      // One request through the handler (anonymous, a page of a repository that is most likely
-      // not there), so that the first real one does not compile routing, the index read and
-      // the error page on its way.
-      await handler({
-        method: 'GET',
-        path: '/narwal-warm-up/none/-/tree/main',
-        query: new URLSearchParams(),
-        headers: { accept: 'text/html' },
-        body: Readable.from([]),
-        requestId: 'warm-up',
-      });
+      // A courtesy to the first visitor, never a condition of starting: the shared cache may be
+      // deleted under it, or the store be slow to answer, and the node must serve all the same.
+      try {
+        await browse.warmUp(git);
+        // One request through the handler (anonymous, a page of a repository that is most likely
+        // not there), so that the first real one does not compile routing, the index read and
+        // the error page on its way.
+        const response = await handler({
+          method: 'GET',
+          path: '/narwal-warm-up/none/-/tree/main',
+          query: new URLSearchParams(),
+          headers: { accept: 'text/html' },
+          body: Readable.from([]),
+          requestId: 'warm-up',
+        });
+        if (!Buffer.isBuffer(response.body)) response.body.destroy();
+      } catch (error) {
+        logger.warn('warm-up skipped', { error: String(error) });
+      }
     },
     async sweep() {
       const nodes = await node.sweep();
