@@ -79,7 +79,7 @@ try {
       warm: await lsRemote(),
       target: 3000,
     });
-    await measure('log page, first (HTML)', `/${REPO}`, 500);
+    await measure('log page, first (HTML)', `/${REPO}/-/log`, 500);
     await measure('log page, middle (HTML)', `/${REPO}?before=${Math.floor(entries / 2)}`, 1000);
     await measure('log page, oldest (HTML)', `/${REPO}?before=20`, 1000);
     await measure('log page, first (JSON)', `/api/v1/repos/${REPO}/-/log`, 500);

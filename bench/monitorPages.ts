@@ -31,7 +31,7 @@ export async function probeMonitorPages(options: {
 }): Promise<MonitorPagesResult> {
   const authorization = `Basic ${Buffer.from(`admin:${options.token}`).toString('base64')}`;
   const paths: [MonitorPageProbe['page'], string][] = [
-    ['newest (HTML)', `/${options.repo}`],
+    ['newest (HTML)', `/${options.repo}/-/log`],
     ['middle (HTML)', `/${options.repo}?before=${Math.floor(options.entries / 2)}`],
     ['oldest (HTML)', `/${options.repo}?before=21`],
     ['newest (JSON)', `/api/v1/repos/${options.repo}/-/log`],

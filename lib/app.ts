@@ -6,9 +6,12 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
+import { ObjectReaders } from './browse/ObjectReaders.js';
+import { RepoBrowser } from './browse/RepoBrowser.js';
 import { Checkpointer } from './cache/Checkpointer.js';
 import { cachedRepositories, type SweepResult, sweepCache } from './cache/evict.js';
 import { multiPackIndexer } from './cache/multiPackIndex.js';
@@ -23,6 +26,7 @@ import { GitRunner } from './git/GitRunner.js';
 import { ensureHooks, installHooks } from './git/hookScript.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
 import { History } from './history/History.js';
+import { browsePageCache } from './http/browseRoutes.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
 import { createHandler } from './http/createHandler.js';
 import { healthCheck } from './http/health.js';
@@ -61,6 +65,8 @@ export interface App {
   readonly requestMemory: MemoryBudget;
   /** Catches up event delivery for every repository in the cache (the periodic safety net). */
   catchUpEvents(): Promise<SinkProgress[]>;
+  /** Prepares what the first repository page would wait for (a server calls it before it listens). */
+  warmUp(): Promise<void>;
   /** Evicts idle generations and repository caches from the shared cache. */
   sweep(): Promise<SweepResult>;
   /** Resolves when no background work (prewarm, checkpoints) is running. */
@@ -175,7 +181,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       : undefined;
   const history = new History({ wal, publisher, cache, git, afterPublish });
   const requestMemory = new MemoryBudget(config.fetchMemoryBytes, config.fetchMemoryShareBytes);
+  // The repository pages: a cat-file per generation in use, parsed objects and rendered pages.
+  const browse = new RepoBrowser({ wal, cache, readers: new ObjectReaders({ git, cache, logger }) });
   const handler = createHandler({
+    browse,
+    browsePages: browsePageCache(config.browseCacheBytes),
     history,
     wal,
     cache,
@@ -238,6 +248,27 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       );
       return progress.flat();
     },
+    async warmUp() {
+      // A courtesy to the first visitor, never a condition of starting: the shared cache may be
+      // deleted under it, or the store be slow to answer, and the node must serve all the same.
+      try {
+        await browse.warmUp(git);
+        // One request through the handler (anonymous, a page of a repository that is most likely
+        // not there), so that the first real one does not compile routing, the index read and
+        // the error page on its way.
+        const response = await handler({
+          method: 'GET',
+          path: '/narwal-warm-up/none/-/tree/main',
+          query: new URLSearchParams(),
+          headers: { accept: 'text/html' },
+          body: Readable.from([]),
+          requestId: 'warm-up',
+        });
+        if (!Buffer.isBuffer(response.body)) response.body.destroy();
+      } catch (error) {
+        logger.warn('warm-up skipped', { error });
+      }
+    },
     async sweep() {
       const nodes = await node.sweep();
       if (nodes > 0) logger.info('node directories removed', { nodes });
@@ -247,6 +278,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       while (background.size > 0) await Promise.allSettled([...background]);
     },
     async close() {
+      browse.close();
       while (background.size > 0) await Promise.allSettled([...background]);
       await node.remove();
       await trace?.close();

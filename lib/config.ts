@@ -66,6 +66,8 @@ export interface Config {
   readonly bodyIdleMs: number;
   /** ...and must arrive at least this fast (bytes/s) over each bodyIdleMs of waiting (0: any). */
   readonly bodyMinRate: number;
+  /** Rendered repository pages a node keeps in memory (lib/http/browseRoutes.ts). */
+  readonly browseCacheBytes: number;
   readonly gitChildren: number;
   /** How many of those one client (a token, or an anonymous address) may run at once. */
   readonly gitShare: number;
@@ -243,6 +245,7 @@ export function loadConfig(
     requestTimeoutMs: integer(env, 'NARWAL_REQUEST_TIMEOUT_MS', 15 * 60_000, 100, 24 * 3_600_000),
     bodyIdleMs: integer(env, 'NARWAL_BODY_IDLE_MS', 30_000, 100, 3_600_000),
     bodyMinRate: integer(env, 'NARWAL_BODY_MIN_RATE', 1024, 0, 1024 ** 3),
+    browseCacheBytes: integer(env, 'NARWAL_BROWSE_CACHE_BYTES', 64 * 1024 ** 2, 0, Number.MAX_SAFE_INTEGER),
     gitChildren,
     gitShare: integer(env, 'NARWAL_GIT_SHARE', gitShareOf(gitChildren), 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.

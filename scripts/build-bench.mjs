@@ -11,6 +11,7 @@ await build({
     'bench-history': 'bench/historyLatency.ts',
     'bench-refs': 'bench/refsGrowth.ts',
     'bench-authorizer': 'bench/authorizerCost.ts',
+    'bench-browse': 'bench/browsePages.ts',
   },
   outdir: 'dist',
   bundle: true,

@@ -8,11 +8,11 @@ import type { TokenStore } from '../auth/TokenStore.js';
 import type { Publisher } from '../wal/Publisher.js';
 import { apiRoute } from './apiRoutes.js';
 import { baseUrl } from './baseUrl.js';
+import type { BrowseRouteDeps } from './browseRoutes.js';
 import { asHtml, asJson, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefsRoute, receivePackRoute, uploadPackRoute } from './gitRoutes.js';
 import { methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
-import type { HistoryRouteDeps } from './historyAccess.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
 import { type ProtectionRouteDeps, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
@@ -21,7 +21,7 @@ import { requireSameOrigin } from './sameOrigin.js';
 import { tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
-export interface HandlerDeps extends GitRouteDeps, HistoryRouteDeps, ProtectionRouteDeps {
+export interface HandlerDeps extends Omit<GitRouteDeps, 'git'>, BrowseRouteDeps, ProtectionRouteDeps {
   readonly publisher: Publisher;
   readonly tokens: TokenStore;
   /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */

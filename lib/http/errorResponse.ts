@@ -5,6 +5,8 @@
 import { AccessDenied } from '../auth/AccessDenied.js';
 import { InvalidGrant } from '../auth/Principal.js';
 import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
+import { CatFileClosed } from '../browse/CatFile.js';
+import { InvalidBrowsePath, NoSuchPath, NoSuchRevision } from '../browse/errors.js';
 import { StalePreview } from '../history/History.js';
 import { RuleNotFound } from '../history/protection.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
@@ -35,6 +37,15 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
   if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
   if (error instanceof InvalidRefPattern) return text(400, `narwal: ${error.message}`);
+  if (error instanceof NoSuchRevision || error instanceof NoSuchPath)
+    return text(404, `narwal: ${error.message}`);
+  if (error instanceof InvalidBrowsePath) return text(400, `narwal: ${error.message}`);
+  if (error instanceof CatFileClosed) {
+    // The generation's reader went away mid-page (a node stopping, a cache deleted): retry.
+    return text(503, 'narwal: the repository cache changed while the page was read; retry', {
+      'retry-after': '1',
+    });
+  }
   if (error instanceof StalePreview) return text(409, `narwal: ${error.message}`);
   if (error instanceof InvalidProtection) return text(400, `narwal: ${error.message}`);
   if (error instanceof RuleNotFound) return text(404, `narwal: ${error.message}`);

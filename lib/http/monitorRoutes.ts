@@ -2,7 +2,8 @@
  * The monitor pages, for browsers, behind the same authentication and rules as git:
  *
  *   /                              repositories (when the client asks for HTML)
- *   /REPO?before=SEQ               the log, newest first, paged
+ *   /REPO                          the repository's home (browseRoutes.ts, with its code pages)
+ *   /REPO/-/log?before=SEQ         the log, newest first, paged (also /REPO?before=SEQ)
  *   /REPO/-/entry/SEQ              one entry: who, when, every update, the refs after it
  *   /REPO/-/diff?from=A&to=B       refs added, removed, moved, with the commits in between
  *   /REPO/-/who?ref=REF            every move of a ref
@@ -24,6 +25,7 @@ import {
 } from '../monitor/pages.js';
 import type { RepoIndex } from '../wal/types.js';
 import { baseUrl } from './baseUrl.js';
+import { type BrowseRouteDeps, browseAction, browseRoute } from './browseRoutes.js';
 import { NOT_STORED } from './cachePolicy.js';
 import { htmlPage } from './errorResponse.js';
 import { badRequest, forbidden, methodNotAllowed, notFound, unauthorized } from './HttpError.js';
@@ -80,7 +82,7 @@ export async function repoListRoute(
 
 /** `path` is a repository path, optionally followed by `/-/ACTION`. */
 export async function monitorRoute(
-  deps: HistoryRouteDeps,
+  deps: BrowseRouteDeps,
   request: CoreRequest,
   path: string,
   principal: Principal | null,
@@ -88,6 +90,11 @@ export async function monitorRoute(
   const split = path.indexOf('/-/');
   const repo = repoFromPath(split < 0 ? path : path.slice(0, split));
   const action = split < 0 ? '' : path.slice(split + 3);
+  // The repository's home and its code pages (browseRoutes.ts); `/REPO?before=N` is the log's.
+  if (action === '' && !request.query.has('before'))
+    return browseRoute(deps, request, repo, { kind: 'home', rest: [] }, principal);
+  const page = browseAction(action);
+  if (page !== null) return browseRoute(deps, request, repo, page, principal);
   const ctx = context(deps, request, principal);
   const { history } = deps;
   if (action === 'rewind' && request.method === 'POST') {
@@ -107,7 +114,7 @@ export async function monitorRoute(
   const loaded = await readable(deps, repo, principal);
   const { index } = loaded;
   const query = request.query;
-  if (action === '') {
+  if (action === '' || action === 'log') {
     const before = optionalSeq(query.get('before'), 'before');
     const slice = await history.log(index, before !== undefined ? { before } : {});
     return htmlPage(200, logPageView(ctx, index, slice));

@@ -76,7 +76,11 @@ ul.commits { margin: 0.25rem 0 0; padding-left: 1.1rem; }
  * `user`: the signed-in principal's name, null for an anonymous visitor (offered to sign in), or
  * undefined when not known (an error page).
  */
-export function layout(title: string, body: Html, options: { user?: string | null } = {}): string {
+export function layout(
+  title: string,
+  body: Html,
+  options: { user?: string | null; style?: string } = {},
+): string {
   const who =
     options.user === undefined
       ? ''
@@ -85,7 +89,7 @@ export function layout(title: string, body: Html, options: { user?: string | nul
         : html`<span class="user muted">signed in as ${options.user}</span>`;
   return `<!doctype html>${render(html`<html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · narwal</title><style>${raw(STYLE)}</style></head>
+<title>${title} · narwal</title><style>${raw(STYLE)}${raw(options.style ?? '')}</style></head>
 <body><header><a class="home" href="/">narwal</a>${who}</header>
 <main>${body}</main></body></html>`)}`;
 }

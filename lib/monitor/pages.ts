@@ -77,9 +77,9 @@ function whoText(who: Identity): string {
   return who.owner ? `${who.token} (${who.owner})` : who.token;
 }
 
-export function logPageView(ctx: PageContext, index: RepoIndex, slice: LogSlice): string {
-  const repo = index.repo;
-  const rows = slice.items.map((item) => {
+/** Log items as the log page's table rows (the repository home shows the newest too). */
+export function logRows(repo: string, items: readonly LogItem[]): Html[] {
+  return items.map((item) => {
     const shown = item.updates.slice(0, MAX_ROW_UPDATES).map((u) => updateLine(repo, u));
     const more = (item.count ?? item.updates.length) - shown.length;
     const checkpoint = item.checkpoint
@@ -89,6 +89,11 @@ export function logPageView(ctx: PageContext, index: RepoIndex, slice: LogSlice)
 <td>${whoText(item.who)}<div class="muted small">${timeTag(item.time)}</div></td>
 <td class="ref">${kindTags(repo, item)}${checkpoint}${shown}${more > 0 ? html`<div class="muted small">and ${more} more</div>` : ''}</td></tr>`;
   });
+}
+
+export function logPageView(ctx: PageContext, index: RepoIndex, slice: LogSlice): string {
+  const repo = index.repo;
+  const rows = logRows(repo, slice.items);
   const newest = slice.items[0]?.seq;
   const body = html`${repoTitle(repo, index.public ? html`<span class="tag">public</span>` : '')}
 <p>Clone: <code>git clone ${ctx.publicUrl}/${repo}.git</code></p>
@@ -101,8 +106,8 @@ ${
     : html`<table class="log"><thead><tr><th>Entry</th><th>Who, when (UTC)</th><th>Refs</th></tr></thead><tbody>${rows}</tbody></table>`
 }
 <nav class="pager">${
-    newest !== undefined && newest < index.seq ? html`<a href="/${repo}" rel="first">newest</a>` : ''
-  }${slice.next !== null ? html`<a href="/${repo}?before=${slice.next}" rel="next">older</a>` : ''}</nav>`;
+    newest !== undefined && newest < index.seq ? html`<a href="/${repo}/-/log" rel="first">newest</a>` : ''
+  }${slice.next !== null ? html`<a href="/${repo}/-/log?before=${slice.next}" rel="next">older</a>` : ''}</nav>`;
   return layout(repo, body, ctx);
 }
 
@@ -139,7 +144,7 @@ ${checkpoint ? html`<div class="muted">Checkpoint of the state after <a href="${
     item.seq < index.seq ? html`<a href="${entryLink(repo, item.seq + 1)}" rel="next">next</a>` : ''
   }<a href="${diffLink(repo, item.seq - 1, item.seq)}">diff with #${item.seq - 1}</a>${
     item.seq < index.seq ? html`<a href="${diffLink(repo, item.seq, index.seq)}">diff to newest</a>` : ''
-  }</nav>
+  }<a href="/${repo}/-/tree/@${item.seq}">files at this entry</a></nav>
 <h2>Ref updates (${item.updates.length})</h2>
 ${item.updates.length === 0 ? html`<p class="muted">None.</p>` : item.updates.map((u) => updateLine(repo, u))}
 ${rewindForm}
@@ -247,7 +252,7 @@ ${
     ? html`<table class="plan"><thead><tr><th>Ref</th><th>${options.done ? 'Was' : 'Now'}</th><th>${options.done ? 'Now' : 'After'}</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="muted">The refs already match entry #${plan.to}.</p>`
 }${confirm}
-<p><a href="/${repo}">back to the log</a></p>`;
+<p><a href="/${repo}/-/log">back to the log</a></p>`;
   return layout(`${repo} rewind`, body, ctx);
 }
 

@@ -224,6 +224,16 @@ async function receiveInto(
   const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
     decided = true;
     const atomic = capabilities.includes('atomic');
+    // git hands the hook only the commands it did not refuse itself (a failed connectivity check,
+    // "missing necessary objects", refuses one ref), and then reports its own refusals beside the
+    // hook's answers: an atomic push missing any of its commands fails whole here, since its refs
+    // land all together or not at all (docs/architecture.md invariant 6). git 2.39's receive-pack
+    // would update the others.
+    const requested = parser.head?.commands.length ?? commands.length;
+    if (atomic && commands.length < requested)
+      return commands.map(
+        (c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason: 'atomic push failure' }),
+      );
     try {
       let created = request.loaded.index.created;
       if (request.create) {

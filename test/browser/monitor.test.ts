@@ -151,8 +151,12 @@ describe('the monitor in a browser, signed in with a write token', () => {
     await shot(page, '01-repositories');
 
     // The log: newest first, checkpoints marked, no rewind yet; 'older' pages back.
+    // The repository's home shows the newest entries; its Log link has them all, paged.
     await page.locator('main a', { hasText: REPO }).click();
     await page.waitForURL(`${server.url}/${REPO}`);
+    expect((await logSeqs(page))[0]).toBe(last);
+    await page.getByRole('link', { name: 'Log', exact: true }).click();
+    await page.waitForURL(`${server.url}/${REPO}/-/log`);
     const first = await logSeqs(page);
     expect(first[0]).toBe(last);
     expect(first.length).toBe(50);
@@ -215,7 +219,7 @@ describe('the monitor in a browser, signed in with a write token', () => {
     await page.waitForURL(`${server.url}/${REPO}/-/entry/${last + 1}`);
     expect(await page.locator('.tag.rewind').innerText()).toBe(`rewind to #${target.seq} (refs/heads/*)`);
     await shot(page, '08-rewind-entry');
-    await page.goto(`${server.url}/${REPO}`);
+    await page.goto(`${server.url}/${REPO}/-/log`);
     expect(
       await page
         .locator('table.log tr', { hasText: `#${last + 1}` })
@@ -320,7 +324,7 @@ describe('the monitor on a phone', () => {
     const page = await newPage({ token: ADMIN_TOKEN, viewport: { width: 390, height: 844 } });
     const forced = pushed('forced').seq;
     const pages = [
-      ['15-phone-log', `/${REPO}`],
+      ['15-phone-log', `/${REPO}/-/log`],
       ['16-phone-entry', `/${REPO}/-/entry/${forced}`],
       ['17-phone-diff', `/${REPO}/-/diff?from=${forced - 1}&to=${forced}`],
       ['18-phone-list', '/'],

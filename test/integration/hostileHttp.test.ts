@@ -845,6 +845,44 @@ describe('hostile HTTP, case by case', () => {
     }
   });
 
+  it('lands an atomic push whole or not at all, even when git refuses one of its refs before narwal decides', async () => {
+    const work = `${home}/atomic-partial`;
+    await gitOk(['clone', '-q', `${server.authUrl}/${REPO}.git`, work], { home });
+    const good = await commitFile(work, home, 'atomic-good.txt', 'good\n');
+    const main = (await gitOk(['rev-parse', 'origin/main'], { cwd: work, home })).trim();
+    const pack = await packOf(work, [good, `^${main}`]);
+    const zero = '0'.repeat(40);
+    // The second ref names a commit the pack does not carry: git's connectivity check refuses it
+    // ("missing necessary objects") and hands only the first to narwal. Stock receive-pack (git
+    // 2.39) then updates the first anyway, --atomic or not.
+    const missing = '1234567890123456789012345678901234567890';
+    const before = await snapshot();
+    const body = Buffer.concat([
+      pkt(`${zero} ${good} refs/heads/atomic-good\0report-status side-band-64k atomic`),
+      pkt(`${zero} ${missing} refs/heads/atomic-missing`),
+      Buffer.from('0000'),
+      pack,
+    ]);
+    const response = await rawRequest(server.url, {
+      head: head('POST', servicePath('git-receive-pack'), gitHeaders('git-receive-pack', body, false)),
+      body: [body],
+      deadlineMs: CASE_DEADLINE_MS,
+    });
+    const { report } = gitReport(response.body);
+    const context = `${response.status} ${JSON.stringify(report)}`;
+    expect(report, context).toContainEqual(
+      expect.stringMatching(/^ng refs\/heads\/atomic-missing missing necessary objects/),
+    );
+    expect(report, context).toContainEqual(expect.stringMatching(/^ng refs\/heads\/atomic-good .*atomic/));
+    expect(
+      report.filter((line) => line.startsWith('ok ')),
+      context,
+    ).toEqual([]);
+    const after = await snapshot();
+    expect(after.indexEtag, context).toBe(before.indexEtag);
+    expect(after.refs, context).toEqual(before.refs);
+  });
+
   it('takes a rewind through the JSON API in JSON only, and never from another site', async () => {
     const send = (headers: Record<string, string>, body: string) =>
       rawRequest(server.url, {

@@ -355,7 +355,7 @@ describe('the packaged CloudFormation template', () => {
     }
   });
 
-  it('keeps the log: versioned, old versions kept 30 days, deletes only by the maintenance function', () => {
+  it('keeps the log: versioned, old versions kept 30 days, deletes from it only by the maintenance function', () => {
     const bucket = resource('LogBucket') as unknown as {
       DeletionPolicy: string;
       Properties: Json & { LifecycleConfiguration: { Rules: Json[] } };
@@ -365,10 +365,14 @@ describe('the packaged CloudFormation template', () => {
     expect(bucket.Properties.LifecycleConfiguration.Rules).toContainEqual(
       expect.objectContaining({ Status: 'Enabled', NoncurrentVersionExpiration: { NoncurrentDays: 30 } }),
     );
-    const deleters = ROLES.filter((id) =>
-      roleStatements(id).some((s) => actions(s).some((a) => a === 's3:DeleteObject' || a === 's3:*')),
-    );
-    expect(deleters).toEqual(['MaintenanceRole']);
+    const deletes = (id: string) =>
+      roleStatements(id)
+        .filter((s) => actions(s).some((a) => a === 's3:DeleteObject' || a === 's3:*'))
+        .map((s) => s.Resource);
+    // Only the sweep deletes from the log; revoking a token deletes its record, outside the log.
+    expect(deletes('MaintenanceRole')).toEqual([{ 'Fn::Sub': `${cfn('LogBucket.Arn')}/*` }]);
+    for (const id of ['IamRoleLambdaExecution', 'PoolRole'])
+      expect(deletes(id), id).toEqual([{ 'Fn::Sub': `${cfn('LogBucket.Arn')}/auth/tokens/*` }]);
     const functions = ofType('AWS::Lambda::Function');
     const withRole = (roleId: string) =>
       functions.filter(([, f]) => text(f.Properties.Role).includes(roleId)).map(([id]) => id);

@@ -45,6 +45,7 @@ describe('loadConfig', () => {
       requestTimeoutMs: 15 * 60_000,
       bodyIdleMs: 30_000,
       bodyMinRate: 1024,
+      browseCacheBytes: 64 * 1024 ** 2,
       gitChildren: 64,
       gitShare: 48,
       gitQueueMs: 0,
