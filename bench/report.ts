@@ -29,13 +29,13 @@ export const SEED_000 = {
 /** Store round trips a push must wait for one after another (see the profile section). */
 export const FLOOR_ROUND_TRIPS = 3;
 
-/** Where the targets table goes in the document that shows it (docs/benchmarks.md). */
+/** Where the targets table goes in the documents that show it (README.md, docs/benchmarks.md). */
 export const TABLE_START = '<!-- bench:start -->';
 export const TABLE_END = '<!-- bench:end -->';
 
 export async function writeReport(
   r: BenchResults,
-  options: { dir: string; stamp: string; table?: string | undefined },
+  options: { dir: string; stamp: string; tables?: readonly string[] | undefined },
 ): Promise<{ markdown: string; summary: string }> {
   const targets = evaluateTargets(r);
   const charts: { file: string; svg: string; alt: string }[] = [];
@@ -426,7 +426,7 @@ export async function writeReport(
   for (const c of charts) await writeFile(join(options.dir, c.file), c.svg);
   await writeFile(markdown, `${out.join('\n')}\n`);
   const summary = targetTable(targets);
-  if (options.table) await updateTable(options.table, r, summary, markdown);
+  for (const doc of options.tables ?? []) await updateTable(doc, r, summary, markdown);
   return { markdown, summary };
 }
 

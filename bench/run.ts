@@ -12,7 +12,7 @@
  * interleaved, and are pooled), --levels 10,25,50, --pushes N, --refs N,
  * --writers 50,100,150, --entries N, --max-other F (rerun a storm when other work used more than
  * this share of the machine), --narwal-rev REV, --narwal-env NARWAL_K=V,... (extra
- * settings for every narwal server), --table (write the targets table into docs/benchmarks.md;
+ * settings for every narwal server), --table (write the targets table into README.md and docs/benchmarks.md;
  * the default for a full run of every phase on the defaults).
  */
 import { execFileSync } from 'node:child_process';
@@ -97,7 +97,7 @@ const narwalEnv: Record<string, string> = Object.fromEntries(
       return [pair.slice(0, at), pair.slice(at + 1)];
     }),
 );
-// Only a full run of every phase on narwal's defaults stands for the table in docs/benchmarks.md.
+// Only a full run of every phase on narwal's defaults stands for the table in README.md and docs/benchmarks.md.
 const writeTable =
   values.table ?? (!quick && values.only === undefined && values['narwal-env'] === undefined);
 
@@ -504,7 +504,9 @@ try {
   const report = await writeReport(results, {
     dir: resultsDir,
     stamp,
-    table: writeTable ? join(PROJECT_ROOT, 'docs', 'benchmarks.md') : undefined,
+    tables: writeTable
+      ? [join(PROJECT_ROOT, 'README.md'), join(PROJECT_ROOT, 'docs', 'benchmarks.md')]
+      : undefined,
   });
   console.log(report.summary);
   console.log(
