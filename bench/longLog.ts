@@ -3,6 +3,8 @@
  * Publisher (index CAS, pages, tables, checkpoint pointers with their complete tables) with made-up
  * object ids. Nothing here needs git objects: the log's readers never look at them.
  */
+
+import { ZERO_OID } from '../lib/protocol/refValue.js';
 import type { ObjectStore } from '../lib/store/ObjectStore.js';
 import { writeTable } from '../lib/wal/boundIndex.js';
 import { encodeJson, sha256 } from '../lib/wal/indexCodec.js';
@@ -11,7 +13,6 @@ import { Publisher, type PushCommand } from '../lib/wal/Publisher.js';
 import { putImmutable } from '../lib/wal/putImmutable.js';
 import { mapToRows } from '../lib/wal/refRows.js';
 import type { CheckpointObject, CheckpointPointer } from '../lib/wal/types.js';
-import { ZERO_OID } from '../lib/wal/types.js';
 import { Wal } from '../lib/wal/Wal.js';
 
 export interface LongLogOptions {

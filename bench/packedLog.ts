@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { createApp } from '../lib/app.js';
 import { loadConfig } from '../lib/config.js';
 import { silentLogger } from '../lib/log.js';
+import { ZERO_OID } from '../lib/protocol/refValue.js';
 import { packKey } from '../lib/wal/keys.js';
 import { putImmutable } from '../lib/wal/putImmutable.js';
-import { ZERO_OID } from '../lib/wal/types.js';
 
 export interface LongLog {
   readonly repo: string;

@@ -11,10 +11,11 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parseArgs, promisify } from 'node:util';
-import { createApp, createStore } from '../lib/app.js';
+import { createApp } from '../lib/app.js';
 import { loadConfig } from '../lib/config.js';
 import { createNodeServer } from '../lib/http/nodeServer.js';
 import { silentLogger } from '../lib/log.js';
+import { createObjectStore } from '../lib/store/createObjectStore.js';
 import type {
   GetOptions,
   ObjectStore,
@@ -158,7 +159,7 @@ try {
     { NARWAL_ADMIN_TOKEN: TOKEN, NARWAL_STORE_LATENCY_MS: String(latency) },
     { dataDir, port: 0 },
   );
-  const work = new StoreWork(await createStore(config));
+  const work = new StoreWork(await createObjectStore(config));
   const app = await createApp(config, silentLogger, { store: work });
   const server: Server = createNodeServer(app.handler, silentLogger);
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));

@@ -1,9 +1,10 @@
 /**
  * The Markdown report of one run, with its SVG charts beside it (bench/results/<stamp>.md and
- * <stamp>-*.svg), and optionally the targets table written into README.md between its markers.
+ * <stamp>-*.svg), and optionally the targets table written into docs/benchmarks.md between its
+ * markers.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import type { BenchResults } from './benchResults.js';
 import { summarize } from './cloneStorm.js';
 import type { PackLayout } from './fixtures.js';
@@ -28,12 +29,13 @@ export const SEED_000 = {
 /** Store round trips a push must wait for one after another (see the profile section). */
 export const FLOOR_ROUND_TRIPS = 3;
 
-export const README_START = '<!-- bench:start -->';
-export const README_END = '<!-- bench:end -->';
+/** Where the targets table goes in the documents that show it (README.md, docs/benchmarks.md). */
+export const TABLE_START = '<!-- bench:start -->';
+export const TABLE_END = '<!-- bench:end -->';
 
 export async function writeReport(
   r: BenchResults,
-  options: { dir: string; stamp: string; readme?: string | undefined },
+  options: { dir: string; stamp: string; tables?: readonly string[] | undefined },
 ): Promise<{ markdown: string; summary: string }> {
   const targets = evaluateTargets(r);
   const charts: { file: string; svg: string; alt: string }[] = [];
@@ -424,7 +426,7 @@ export async function writeReport(
   for (const c of charts) await writeFile(join(options.dir, c.file), c.svg);
   await writeFile(markdown, `${out.join('\n')}\n`);
   const summary = targetTable(targets);
-  if (options.readme) await updateReadme(options.readme, r, summary, basename(markdown));
+  for (const doc of options.tables ?? []) await updateTable(doc, r, summary, markdown);
   return { markdown, summary };
 }
 
@@ -494,14 +496,25 @@ function profileSection(r: BenchResults): string[] {
   return lines;
 }
 
-async function updateReadme(path: string, r: BenchResults, table: string, report: string): Promise<void> {
+/** Writes the targets table into the document at `path`, linking the report relative to it. */
+export async function updateTable(
+  path: string,
+  r: {
+    readonly startedAt: string;
+    readonly narwal: { readonly commit: string };
+    readonly machine: { readonly nproc: number };
+  },
+  table: string,
+  markdown: string,
+): Promise<void> {
   const text = await readFile(path, 'utf8');
-  const start = text.indexOf(README_START);
-  const end = text.indexOf(README_END);
-  if (start < 0 || end < start) throw new Error(`${path} has no ${README_START} ... ${README_END} section`);
+  const start = text.indexOf(TABLE_START);
+  const end = text.indexOf(TABLE_END);
+  if (start < 0 || end < start) throw new Error(`${path} has no ${TABLE_START} ... ${TABLE_END} section`);
+  const link = relative(dirname(path), markdown);
   const body = [
-    README_START,
-    `Latest full run (${r.startedAt.slice(0, 10)}, narwal ${r.narwal.commit.slice(0, 7)}, ${r.machine.nproc} shared CPUs; report with charts: [bench/results/${report}](bench/results/${report})):`,
+    TABLE_START,
+    `Latest full run (${r.startedAt.slice(0, 10)}, narwal ${r.narwal.commit.slice(0, 7)}, ${r.machine.nproc} shared CPUs; report with charts: [bench/results/${basename(markdown)}](${link})):`,
     '',
     aligned(table),
     '',
@@ -509,7 +522,7 @@ async function updateReadme(path: string, r: BenchResults, table: string, report
   await writeFile(path, text.slice(0, start) + body + text.slice(end));
 }
 
-/** A Markdown table with every column padded to its widest cell, as the README's formatter wants it. */
+/** A Markdown table with every column padded to its widest cell, as Biome formats Markdown. */
 export function aligned(markdown: string): string {
   const rows = markdown.split('\n').map((line) =>
     line

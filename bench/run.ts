@@ -12,8 +12,8 @@
  * interleaved, and are pooled), --levels 10,25,50, --pushes N, --refs N,
  * --writers 50,100,150, --entries N, --max-other F (rerun a storm when other work used more than
  * this share of the machine), --narwal-rev REV, --narwal-env NARWAL_K=V,... (extra
- * settings for every narwal server), --readme (write the table into README.md; the default for a
- * full run of every phase on the defaults).
+ * settings for every narwal server), --table (write the targets table into README.md and docs/benchmarks.md;
+ * the default for a full run of every phase on the defaults).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -60,7 +60,7 @@ const { values } = parseArgs({
     entries: { type: 'string' },
     'max-other': { type: 'string', default: '0.10' },
     'narwal-rev': { type: 'string' },
-    readme: { type: 'boolean' },
+    table: { type: 'boolean' },
     'narwal-env': { type: 'string' },
   },
 });
@@ -102,9 +102,9 @@ const narwalEnv: Record<string, string> = Object.fromEntries(
       return [pair.slice(0, at), pair.slice(at + 1)];
     }),
 );
-// Only a full run of every phase on narwal's defaults stands for the README.
-const writeReadme =
-  values.readme ?? (!quick && values.only === undefined && values['narwal-env'] === undefined);
+// Only a full run of every phase on narwal's defaults stands for the table in README.md and docs/benchmarks.md.
+const writeTable =
+  values.table ?? (!quick && values.only === undefined && values['narwal-env'] === undefined);
 
 const abort = new AbortController();
 setMaxListeners(0, abort.signal);
@@ -528,7 +528,9 @@ try {
   const report = await writeReport(results, {
     dir: resultsDir,
     stamp,
-    readme: writeReadme ? join(PROJECT_ROOT, 'README.md') : undefined,
+    tables: writeTable
+      ? [join(PROJECT_ROOT, 'README.md'), join(PROJECT_ROOT, 'docs', 'benchmarks.md')]
+      : undefined,
   });
   console.log(report.summary);
   console.log(

@@ -10,14 +10,16 @@
  * API Gateway caches is valid for the other paths of the same caller too.
  */
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { adminTokenOf, createPresence, createStore } from '../lib/app.js';
+import { adminTokenOf } from '../lib/app.js';
 import { TokenStore } from '../lib/auth/TokenStore.js';
 import { loadConfig } from '../lib/config.js';
 import { ChunkedPushNotes } from '../lib/http/chunkedPushes.js';
 import { GatewayAccess } from '../lib/http/gatewayAccess.js';
 import { createTransferRouter } from '../lib/http/transferRouter.js';
 import { jsonLogger } from '../lib/log.js';
+import { createPresenceStore } from '../lib/presence/createPresenceStore.js';
 import { SecretsManagerClients } from '../lib/secrets/configuredSecret.js';
+import { createObjectStore } from '../lib/store/createObjectStore.js';
 import { Wal } from '../lib/wal/Wal.js';
 
 export interface AuthorizerContainer {
@@ -81,7 +83,7 @@ export function authorizerContainer(env: NodeJS.ProcessEnv = process.env): Autho
     access() {
       access ??= (async () => {
         const config = loadConfig(env);
-        const store = await createStore(config);
+        const store = await createObjectStore(config);
         const secrets = new SecretsManagerClients({
           region: config.awsRegion,
           endpoint: config.secretsManagerEndpoint,
@@ -92,7 +94,7 @@ export function authorizerContainer(env: NodeJS.ProcessEnv = process.env): Autho
         const logger = jsonLogger({ quiet: config.quiet, secrets: [adminToken.value] });
         const chunkedPushes =
           config.route?.chunkedPushes === 'pool'
-            ? new ChunkedPushNotes({ presence: await createPresence(config), owner: 'authorizer' })
+            ? new ChunkedPushNotes({ presence: await createPresenceStore(config), owner: 'authorizer' })
             : undefined;
         const routeTransfer = config.route
           ? createTransferRouter({

@@ -14,6 +14,7 @@ import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import type { App } from '../lib/app.js';
 import { cachedRepositories } from '../lib/cache/evict.js';
+import { serializeError } from '../lib/log.js';
 import { isStoreError } from '../lib/store/errors.js';
 import { mapLimit } from '../lib/util/mapLimit.js';
 import { sweepOrphans } from '../lib/wal/sweepOrphans.js';
@@ -100,7 +101,7 @@ async function checkpointDue(
       const loaded = await app.wal.readIndex(repo);
       if (loaded !== null) await app.checkpointer.maybe(repo, loaded);
     } catch (error) {
-      from.logger.warn('maintenance skipped a repository', { repo, error: String(error) });
+      from.logger.warn('maintenance skipped a repository', { repo, error: serializeError(error) });
     }
   });
   return { checked: repos.length - deferred, deferred };

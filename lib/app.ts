@@ -21,12 +21,10 @@ import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
 import { createEventSinks } from './events/createEventSinks.js';
 import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
-import { ClonePacking } from './git/clonePack.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { ensureHooks, installHooks } from './git/hookScript.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
-import { RefAnswers } from './git/RefAnswers.js';
 import { History } from './history/History.js';
 import { browsePageCache } from './http/browseRoutes.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
@@ -38,15 +36,15 @@ import type { CoreHandler } from './http/types.js';
 import { LfsLocks } from './lfs/LfsLocks.js';
 import { LfsObjects } from './lfs/LfsObjects.js';
 import { LfsPushCheck } from './lfs/pushCheck.js';
-import type { Logger } from './log.js';
-import { ObjectPresenceStore } from './presence/ObjectPresenceStore.js';
-import type { PresenceStore } from './presence/PresenceStore.js';
+import { type Logger, serializeError } from './log.js';
+import { createPresenceStore } from './presence/createPresenceStore.js';
 import { SecretsManagerClients } from './secrets/configuredSecret.js';
 import { fixedSecret, type Secret } from './secrets/Secret.js';
-import { FaultyObjectStore } from './store/FaultyObjectStore.js';
-import { FsObjectStore } from './store/FsObjectStore.js';
+import { createObjectStore } from './store/createObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
 import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
+import { ClonePacking } from './transfer/clonePack.js';
+import { RefAnswers } from './transfer/RefAnswers.js';
 import { mapLimit } from './util/mapLimit.js';
 import { Publisher } from './wal/Publisher.js';
 import type { LoadedIndex } from './wal/types.js';
@@ -81,53 +79,12 @@ export interface App {
 }
 
 /**
- * Memory for answers git gave about ref states (RefAnswers.ts): 32 MiB holds the ref listings of
+ * Memory for answers git gave about ref states (transfer/RefAnswers.ts): 32 MiB holds the ref listings of
  * many repositories of thousands of refs; one of 100,000 refs (about 6 MiB) still fits.
  */
 const REF_ANSWER_BYTES = 32 * 1024 ** 2;
 /** How long a full clone waits for this node's identical one to finish packing before packing itself. */
 const CLONE_PACK_WAIT_MS = 30_000;
-
-/** The S3 SDK is loaded only when configured, so the embedded default starts without it. */
-export async function createStore(config: Config, logger?: Logger): Promise<ObjectStore> {
-  let base: ObjectStore;
-  if (config.store.kind === 'fs') {
-    base = new FsObjectStore(config.store.root);
-  } else {
-    const [{ S3Client }, { S3ObjectStore }] = await Promise.all([
-      import('@aws-sdk/client-s3'),
-      import('./store/S3ObjectStore.js'),
-    ]);
-    base = new S3ObjectStore({
-      client: new S3Client({
-        region: config.store.region,
-        forcePathStyle: config.store.forcePathStyle,
-        // Checksums only where S3 requires them: S3-compatible stores (Ceph RGW 16) refuse the
-        // default streamed-upload checksums with 411.
-        requestChecksumCalculation: 'WHEN_REQUIRED',
-        ...(config.store.endpoint ? { endpoint: config.store.endpoint } : {}),
-      }),
-      bucket: config.store.bucket,
-      prefix: config.store.prefix,
-    });
-  }
-  if (config.storeLatencyMs === 0 && config.storeFaults.length === 0) return base;
-  return new FaultyObjectStore(base, {
-    latencyMs: config.storeLatencyMs,
-    faults: config.storeFaults,
-    ...(logger
-      ? {
-          onFault: (fault, key) =>
-            logger.warn('store fault injected', {
-              op: fault.op,
-              kind: fault.kind,
-              applied: fault.applied,
-              key,
-            }),
-        }
-      : {}),
-  });
-}
 
 export interface AppOptions {
   readonly store?: ObjectStore;
@@ -139,7 +96,11 @@ export interface AppOptions {
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
   const trace = config.traceDir !== undefined ? await openTrace(config.traceDir) : undefined;
-  const untraced = options.store ?? (await createStore(config, logger));
+  const untraced =
+    options.store ??
+    (await createObjectStore(config, (fault, key) =>
+      logger.warn('store fault injected', { op: fault.op, kind: fault.kind, applied: fault.applied, key }),
+    ));
   const store = trace ? new TracingObjectStore(untraced, 'store', trace.sink) : untraced;
   const secrets = new SecretsManagerClients({
     region: config.awsRegion,
@@ -182,7 +143,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         });
   // Events go out only after the CAS that published their entries succeeded.
   const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
-  const presence = await createPresence(config, now, trace?.sink);
+  const presence = await createPresenceStore(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const git = new GitRunner({
     budget: new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare),
@@ -295,25 +256,32 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       const repos = await cachedRepositories(config.cacheDir);
       const progress = await mapLimit(repos, 4, (repo) =>
         events.catchUp(repo).catch((error: unknown) => {
-          logger.warn('event catch-up skipped a repository', { repo, error: String(error) });
+          logger.warn('event catch-up skipped a repository', { repo, error: serializeError(error) });
           return [];
         }),
       );
       return progress.flat();
     },
     async warmUp() {
-      await browse.warmUp(git);
-      // One request through the handler (anonymous, a page of a repository that is most likely
-      // not there), so that the first real one does not compile routing, the index read and
-      // the error page on its way.
-      await handler({
-        method: 'GET',
-        path: '/narwal-warm-up/none/-/tree/main',
-        query: new URLSearchParams(),
-        headers: { accept: 'text/html' },
-        body: Readable.from([]),
-        requestId: 'warm-up',
-      });
+      // A courtesy to the first visitor, never a condition of starting: the shared cache may be
+      // deleted under it, or the store be slow to answer, and the node must serve all the same.
+      try {
+        await browse.warmUp(git);
+        // One request through the handler (anonymous, a page of a repository that is most likely
+        // not there), so that the first real one does not compile routing, the index read and
+        // the error page on its way.
+        const response = await handler({
+          method: 'GET',
+          path: '/narwal-warm-up/none/-/tree/main',
+          query: new URLSearchParams(),
+          headers: { accept: 'text/html' },
+          body: Readable.from([]),
+          requestId: 'warm-up',
+        });
+        if (!Buffer.isBuffer(response.body)) response.body.destroy();
+      } catch (error) {
+        logger.warn('warm-up skipped', { error });
+      }
     },
     async sweep() {
       const nodes = await node.sweep();
@@ -348,36 +316,6 @@ async function createPrewarmTrigger(
     client: client ?? new LambdaClient({ region: config.prewarm.region }),
     functionName: config.prewarm.functionName,
     logger,
-  });
-}
-
-/**
- * Presence records live where every node sharing the cache directory can see them: DynamoDB in
- * AWS, a directory beside the shared cache otherwise.
- */
-export async function createPresence(
-  config: Config,
-  now: () => number = Date.now,
-  trace?: StoreSpanSink,
-): Promise<PresenceStore> {
-  if (config.presence.kind === 'local') {
-    const local = new FsObjectStore(join(config.cacheDir, 'presence'));
-    return new ObjectPresenceStore({
-      store: trace ? new TracingObjectStore(local, 'presence', trace) : local,
-      now,
-    });
-  }
-  const [{ DynamoDBClient }, { DynamoPresenceStore }] = await Promise.all([
-    import('@aws-sdk/client-dynamodb'),
-    import('./presence/DynamoPresenceStore.js'),
-  ]);
-  return new DynamoPresenceStore({
-    client: new DynamoDBClient({
-      region: config.presence.region,
-      ...(config.presence.endpoint ? { endpoint: config.presence.endpoint } : {}),
-    }),
-    table: config.presence.table,
-    now,
   });
 }
 

@@ -6,8 +6,11 @@
 import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { MIN_SECRET_LENGTH } from './auth/redact.js';
+import type { EventsConfig } from './events/EventsConfig.js';
 import { isLocalName, isPrivateAddress } from './events/privateAddress.js';
 import type { ChunkedPushMode } from './http/chunkedPushes.js';
+import type { PresenceConfig } from './presence/createPresenceStore.js';
+import type { StoreConfig } from './store/createObjectStore.js';
 import { type FaultRule, parseFaultSpec } from './store/faultSpec.js';
 
 export interface Config {
@@ -15,8 +18,8 @@ export interface Config {
   readonly port: number;
   readonly dataDir: string;
   readonly cacheDir: string;
-  readonly store: { readonly kind: 'fs'; readonly root: string } | S3Config;
-  readonly presence: { readonly kind: 'local' } | PresenceDynamoConfig;
+  readonly store: StoreConfig;
+  readonly presence: PresenceConfig;
   /** How long a read lease or the writer lock lives without renewal. */
   readonly leaseTtlMs: number;
   /**
@@ -87,30 +90,6 @@ export interface Config {
   readonly events: EventsConfig;
 }
 
-export interface EventsConfig {
-  readonly webhook: {
-    readonly url: string;
-    /** The signing key itself, or (secretId) its secret in AWS Secrets Manager, read at run time. */
-    readonly secret: string | undefined;
-    readonly secretId: string | undefined;
-    readonly timeoutMs: number;
-    /** Loopback, link-local and private addresses may be delivered to. */
-    readonly allowPrivate: boolean;
-  } | null;
-  readonly eventBridge: {
-    readonly bus: string;
-    readonly source: string;
-    readonly region: string;
-    readonly endpoint: string | undefined;
-  } | null;
-  /** Attempts per event before delivery waits for the next catch-up, and the backoff between them. */
-  readonly attempts: number;
-  readonly backoffMs: number;
-  readonly backoffCapMs: number;
-  /** How often a server catches up the deliveries of the repositories in its cache. */
-  readonly catchUpMs: number;
-}
-
 export interface LfsConfig {
   readonly maxObjectBytes: number;
   /** How long the actions of a batch answer (presigned URLs among them) may be used. */
@@ -135,22 +114,6 @@ export interface PrewarmLambdaConfig {
   /** Name or ARN of the prewarm function, invoked asynchronously. */
   readonly functionName: string;
   readonly region: string;
-}
-
-export interface S3Config {
-  readonly kind: 's3';
-  readonly bucket: string;
-  readonly prefix: string;
-  readonly endpoint: string | undefined;
-  readonly region: string;
-  readonly forcePathStyle: boolean;
-}
-
-export interface PresenceDynamoConfig {
-  readonly kind: 'dynamodb';
-  readonly table: string;
-  readonly region: string;
-  readonly endpoint: string | undefined;
 }
 
 export class ConfigError extends Error {

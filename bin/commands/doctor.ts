@@ -4,9 +4,10 @@
  * honour conditional writes: narwal would lose acknowledged pushes on it.
  */
 import { parseArgs } from 'node:util';
-import { createPresence, createStore } from '../../lib/app.js';
 import { loadConfig } from '../../lib/config.js';
 import { type Check, checkPresence, checkStore } from '../../lib/doctor/checkBackends.js';
+import { createPresenceStore } from '../../lib/presence/createPresenceStore.js';
+import { createObjectStore } from '../../lib/store/createObjectStore.js';
 import type { ExitCode } from './context.js';
 
 export async function doctor(args: string[]): Promise<ExitCode> {
@@ -20,11 +21,11 @@ export async function doctor(args: string[]): Promise<ExitCode> {
     console.log(title);
     for (const c of checks) console.log(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`);
   };
-  const store = await checkStore(await createStore(config));
+  const store = await checkStore(await createObjectStore(config));
   report(`store: ${where}`, store);
   let presence: Check[] = [];
   if (!values['store-only']) {
-    presence = await checkPresence(await createPresence(config));
+    presence = await checkPresence(await createPresenceStore(config));
     report(
       `presence: ${config.presence.kind === 'local' ? `local records in ${config.cacheDir}` : `DynamoDB table ${config.presence.table}`}`,
       presence,

@@ -12,11 +12,10 @@ import { EventDispatcher, type SinkProgress } from '../../lib/events/EventDispat
 import { jsonLogger } from '../../lib/log.js';
 import { parseRepoName } from '../../lib/repoName.js';
 import { incarnationId } from '../../lib/wal/keys.js';
+import { usageOf } from '../usage.js';
 import { cliContext, type ExitCode } from './context.js';
 
-const USAGE = `usage:
-  narwal events replay REPO --from SEQ [--to webhook|eventbridge]... [--json]
-  narwal events status REPO [--json]`;
+const USAGE = usageOf('events');
 
 export async function events(args: string[]): Promise<ExitCode> {
   const [sub, ...rest] = args;

@@ -9,10 +9,11 @@ import { createApp } from '../../lib/app.js';
 import { loadConfig } from '../../lib/config.js';
 import { History } from '../../lib/history/History.js';
 import { jsonLogger } from '../../lib/log.js';
+import { ZERO_OID } from '../../lib/protocol/refValue.js';
 import { parseRepoName } from '../../lib/repoName.js';
 import { Publisher } from '../../lib/wal/Publisher.js';
 import { mapToRows } from '../../lib/wal/refRows.js';
-import { ZERO_OID } from '../../lib/wal/types.js';
+import { usageOf } from '../usage.js';
 import { cliContext, type ExitCode, UsageError } from './context.js';
 
 const short = (oid: string) => (oid === ZERO_OID ? '(none)' : oid.slice(0, 10));
@@ -37,7 +38,7 @@ export async function who(args: string[]): Promise<ExitCode> {
   });
   const repo = parseRepoName(positionals[0] ?? '');
   const ref = positionals[1];
-  if (!ref) throw new UsageError('usage: narwal who REPO REF');
+  if (!ref) throw new UsageError(usageOf('who'));
   const history = await cliHistory();
   const { index } = await history.load(repo);
   const moves = await history.who(index, ref);

@@ -7,15 +7,13 @@ import { parseArgs } from 'node:util';
 import { LfsLocks } from '../../lib/lfs/LfsLocks.js';
 import { changeSettings, readSettings } from '../../lib/lfs/settings.js';
 import { parseRepoName } from '../../lib/repoName.js';
-import { Publisher, RepoNotFound } from '../../lib/wal/Publisher.js';
+import { RepoNotFound } from '../../lib/wal/errors.js';
+import { Publisher } from '../../lib/wal/Publisher.js';
 import type { Identity } from '../../lib/wal/types.js';
+import { usageOf } from '../usage.js';
 import { cliContext, type ExitCode } from './context.js';
 
-const USAGE = `usage:
-  narwal lfs check REPO [on|off] [--json]   show, or turn on or off, the refusal of pushes whose
-                                            commits point at LFS objects the store lacks
-  narwal lfs locks REPO [--json]            the LFS locks held
-  narwal lfs unlock REPO ID [--json]        release a lock, whoever holds it`;
+const USAGE = usageOf('lfs');
 
 export async function lfs(args: string[]): Promise<ExitCode> {
   const [sub, ...rest] = args;

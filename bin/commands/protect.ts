@@ -1,10 +1,10 @@
 /**
  * `narwal protect list|add|remove|clear`: a repository's protected-ref rules. A change is a
- * protect entry in the log, published by the same CAS as pushes (see lib/policy/protection.ts).
+ * protect entry in the log, published by the same CAS as pushes (see lib/history/protection.ts).
  */
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
-import { changeProtection, readProtection } from '../../lib/policy/protection.js';
+import { changeProtection, readProtection } from '../../lib/history/protection.js';
 import {
   type ProtectionChange,
   type ProtectionRule,
@@ -14,15 +14,10 @@ import {
 import { parseRepoName } from '../../lib/repoName.js';
 import { Publisher } from '../../lib/wal/Publisher.js';
 import type { Identity } from '../../lib/wal/types.js';
+import { usageOf } from '../usage.js';
 import { cliContext, type ExitCode } from './context.js';
 
-const USAGE = `usage:
-  narwal protect list REPO [--json]
-  narwal protect add REPO PATTERN [--deny-force] [--deny-delete] [--pusher TOKEN]... [--json]
-  narwal protect remove REPO PATTERN [--json]
-  narwal protect clear REPO [--json]
-PATTERN: a ref (refs/heads/main) or a glob: * within one path segment, ** across segments
-TOKEN: a token name or id; when given, only those tokens may push to matching refs`;
+const USAGE = usageOf('protect');
 
 export async function protect(args: string[]): Promise<ExitCode> {
   const [sub, ...rest] = args;

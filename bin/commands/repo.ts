@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { parseRepoName } from '../../lib/repoName.js';
 import { REPOS_PREFIX } from '../../lib/wal/keys.js';
+import { usageOf } from '../usage.js';
 import { cliContext, type ExitCode } from './context.js';
 
 export async function repo(args: string[]): Promise<ExitCode> {
@@ -30,6 +31,6 @@ export async function repo(args: string[]): Promise<ExitCode> {
     } while (startAfter);
     return 0;
   }
-  console.error(`narwal: usage: narwal repo create NAME [--public] | narwal repo list`);
+  console.error(`narwal: ${usageOf('repo')}`);
   return 2;
 }

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { createApp } from '../../lib/app.js';
 import { ConfigError, loadConfig } from '../../lib/config.js';
 import { createNodeServer } from '../../lib/http/nodeServer.js';
-import { jsonLogger } from '../../lib/log.js';
+import { jsonLogger, serializeError } from '../../lib/log.js';
 import type { ExitCode } from './context.js';
 
 export async function serve(args: string[]): Promise<ExitCode> {
@@ -51,7 +51,10 @@ export async function serve(args: string[]): Promise<ExitCode> {
   );
   // Idle eviction of the shared cache, as a scheduled function does it in Lambda.
   const sweeper = setInterval(
-    () => void app.sweep().catch((error: unknown) => logger.warn('sweep failed', { error: String(error) })),
+    () =>
+      void app
+        .sweep()
+        .catch((error: unknown) => logger.warn('sweep failed', { error: serializeError(error) })),
     Math.min(config.idleEvictMs, 5 * 60_000),
   );
   sweeper.unref();
@@ -59,7 +62,7 @@ export async function serve(args: string[]): Promise<ExitCode> {
   const catchUp = () =>
     void app
       .catchUpEvents()
-      .catch((error: unknown) => logger.warn('event catch-up failed', { error: String(error) }));
+      .catch((error: unknown) => logger.warn('event catch-up failed', { error: serializeError(error) }));
   const eventTimer = app.events ? setInterval(catchUp, config.events.catchUpMs) : undefined;
   eventTimer?.unref();
   if (app.events) catchUp();
@@ -74,7 +77,9 @@ export async function serve(args: string[]): Promise<ExitCode> {
   process.once('SIGTERM', () => stop('SIGTERM'));
   // A stray rejection in background work (prewarm, checkpoint, lease renewal) must not take
   // the node down: log it and keep serving.
-  process.on('unhandledRejection', (error) => logger.error('unhandled rejection', { error: String(error) }));
+  process.on('unhandledRejection', (error) =>
+    logger.error('unhandled rejection', { error: serializeError(error) }),
+  );
   await new Promise<void>((resolve) => server.once('close', () => resolve()));
   await app.close();
   return 0;

@@ -6,13 +6,10 @@
 import { parseArgs } from 'node:util';
 import type { Grant } from '../../lib/auth/Principal.js';
 import type { TokenInfo } from '../../lib/auth/tokenRecord.js';
+import { usageOf } from '../usage.js';
 import { cliContext, type ExitCode } from './context.js';
 
-const USAGE = `usage:
-  narwal token create NAME [--owner O] [--read P]... [--write P]... [--admin P]... [--create] [--json]
-  narwal token list [--json]
-  narwal token revoke ID|NAME [--json]
-patterns: NAME, OWNER/NAME, OWNER/* or ** (every repository; --admin '**' manages the host)`;
+const USAGE = usageOf('token');
 
 export async function token(args: string[]): Promise<ExitCode> {
   const [sub, ...rest] = args;

@@ -106,7 +106,7 @@ export class ObjectReaders {
   }
 
   async #start(key: string, target: CacheTarget): Promise<Open> {
-    const generation = await this.#cache.read(target);
+    const generation = await this.#cache.leaseComplete(target);
     try {
       const child = await this.#git.spawn(['--git-dir', generation.dir, 'cat-file', '--batch-command']);
       child.stderr?.resume();
@@ -161,8 +161,6 @@ export class ObjectReaders {
     open.catFile.close();
     void open.generation
       .release()
-      .catch((error: unknown) =>
-        this.#logger.warn('browse reader lease release failed', { error: String(error) }),
-      );
+      .catch((error: unknown) => this.#logger.warn('browse reader lease release failed', { error }));
   }
 }

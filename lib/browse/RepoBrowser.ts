@@ -11,8 +11,9 @@
  */
 import type { RepoCache } from '../cache/RepoCache.js';
 import type { GitRunner } from '../git/GitRunner.js';
-import { refsAt } from '../history/stateAt.js';
-import type { LoadedIndex, RefValue, RepoIndex } from '../wal/types.js';
+import type { RefValue } from '../protocol/refValue.js';
+import { refsAt } from '../wal/stateAt.js';
+import type { LoadedIndex, RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import type { CatFile, GitObject, ObjectInfo } from './CatFile.js';
 import { type WalkPage, walkCommits } from './commitWalk.js';

@@ -13,11 +13,12 @@ import { randomUUID } from 'node:crypto';
 import { link, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitRunner } from '../git/GitRunner.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import { writeTable } from '../wal/boundIndex.js';
+import { RepoNotFound } from '../wal/errors.js';
 import { encodeJson, sha256 } from '../wal/indexCodec.js';
 import { checkpointKey, packKey } from '../wal/keys.js';
-import { type Publisher, RepoNotFound } from '../wal/Publisher.js';
+import type { Publisher } from '../wal/Publisher.js';
 import { putImmutable } from '../wal/putImmutable.js';
 import { mapToRows } from '../wal/refRows.js';
 import type { CheckpointObject, CheckpointPointer, LoadedIndex } from '../wal/types.js';
@@ -74,7 +75,8 @@ export class Checkpointer {
       .then((due) => (due ? this.make(repo) : null))
       .then(
         () => {},
-        (error: unknown) => this.#deps.logger.warn('checkpoint failed', { repo, error: String(error) }),
+        (error: unknown) =>
+          this.#deps.logger.warn('checkpoint failed', { repo, error: serializeError(error) }),
       );
   }
 
@@ -150,7 +152,7 @@ export class Checkpointer {
     const { wal, cache, git, publisher } = this.#deps;
     const { index } = loaded;
     const dir = join(await this.#deps.scratchRoot(), `checkpoint-${randomUUID()}.git`);
-    const generation = await cache.read(cache.target(loaded));
+    const generation = await cache.leaseComplete(cache.target(loaded));
     const packDir = join(dir, 'objects', 'pack');
     try {
       await mkdir(packDir, { recursive: true });

@@ -34,17 +34,18 @@ import {
 } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { Busy } from '../git/GitBudget.js';
-import { checkpointAt, checkSeq, refsAt } from '../history/stateAt.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
+import type { RefValue } from '../protocol/refValue.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
+import { Busy } from '../util/Busy.js';
+import { KeyedMutex } from '../util/KeyedMutex.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { packKey } from '../wal/keys.js';
-import type { CheckpointPointer, LoadedIndex, LogItem, RefValue } from '../wal/types.js';
+import { checkpointAt, checkSeq, refsAt } from '../wal/stateAt.js';
+import type { CheckpointPointer, LoadedIndex, LogItem } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { LAST_USED } from './evict.js';
-import { KeyedMutex } from './KeyedMutex.js';
 import {
   generationName,
   generationSeq,
@@ -185,12 +186,12 @@ export class RepoCache {
    * A leased generation whose refs are those of `target`, for advertising refs; its objects may
    * still be missing. The caller releases it when its git process is done.
    */
-  async advertise(target: CacheTarget): Promise<Generation> {
+  async leaseRefs(target: CacheTarget): Promise<Generation> {
     return this.#lease(target, () => this.#ensureRefs(target));
   }
 
   /** A leased, complete generation for `target` (completed first if needed, reporting progress). */
-  async read(target: CacheTarget, progress?: Progress): Promise<Generation> {
+  async leaseComplete(target: CacheTarget, progress?: Progress): Promise<Generation> {
     return this.#lease(target, () => this.#complete(target, progress));
   }
 
@@ -229,7 +230,7 @@ export class RepoCache {
   /** Completes the generation of `target` now, in the background; a hint that saves the next reader the work. */
   prewarm(target: CacheTarget): Promise<void> {
     return this.#complete(target).catch((error: unknown) =>
-      this.#logger.warn('prewarm failed', { repo: target.repo, error: String(error) }),
+      this.#logger.warn('prewarm failed', { repo: target.repo, error: serializeError(error) }),
     );
   }
 
@@ -336,7 +337,7 @@ export class RepoCache {
           this.#logger.warn('generation build failed, retrying', {
             repo: target.repo,
             generation: target.name,
-            error: String(error),
+            error: serializeError(error),
           });
         } finally {
           await lock.release();

@@ -11,7 +11,7 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitRunner } from '../git/GitRunner.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 
 /** Schedules a multi-pack-index for an object store when it needs one; never waits, never throws. */
 export type PackIndexer = (objectsDir: string) => void;
@@ -55,7 +55,7 @@ export function multiPackIndexer(options: {
       options.onWritten?.(objectsDir, packs);
     })()
       .catch((error: unknown) =>
-        options.logger.warn('multi-pack-index failed', { objectsDir, error: String(error) }),
+        options.logger.warn('multi-pack-index failed', { objectsDir, error: serializeError(error) }),
       )
       .finally(() => running.delete(objectsDir));
   };

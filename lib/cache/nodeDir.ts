@@ -70,11 +70,28 @@ interface Identity {
 export async function claimNodeDir(options: NodeDirOptions): Promise<NodeDir> {
   const nodes = join(options.cacheRoot, 'nodes');
   const node = new NodeDirs(nodes, options);
-  await mkdir(nodes, { recursive: true });
+  await whileVanishing(() => mkdir(nodes, { recursive: true }));
   await node.sweep();
   await node.scratch();
   return node;
 }
+
+/**
+ * Runs `work` again when a directory it makes or writes into vanished under it (ENOENT): the
+ * shared cache may be deleted at any moment, and mkdir's own recursion does not survive a parent
+ * deleted between its steps. A few attempts; a cache that keeps vanishing is an error.
+ */
+async function whileVanishing<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (attempt >= VANISH_ATTEMPTS || (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+}
+
+const VANISH_ATTEMPTS = 20;
 
 class NodeDirs implements NodeDir {
   readonly id = `n${randomBytes(6).toString('hex')}`;
@@ -112,7 +129,9 @@ class NodeDirs implements NodeDir {
         });
     const push = join(current.dir, 'push');
     // Made again if it has gone (the cache deleted under a running node), with its record.
-    if ((await mkdir(push, { recursive: true })) !== undefined) await this.#writeRecord(current);
+    await whileVanishing(async () => {
+      if ((await mkdir(push, { recursive: true })) !== undefined) await this.#writeRecord(current);
+    });
     return push;
   }
 
@@ -142,7 +161,6 @@ class NodeDirs implements NodeDir {
       lapsed: false,
     };
     // The record is written before anything else is put in the directory.
-    await mkdir(identity.dir, { recursive: true });
     await this.#writeRecord(identity);
     this.#identities.push(identity);
     return identity;
@@ -172,15 +190,17 @@ class NodeDirs implements NodeDir {
 
   /** Rewrites `alive` whole (rename), so a sweeper never reads half a record. */
   async #writeRecord(identity: Identity): Promise<void> {
-    await mkdir(identity.dir, { recursive: true });
-    const temp = join(identity.dir, `.${ALIVE}.${randomBytes(4).toString('hex')}`);
     const record = { expiresAt: identity.expiresAt, host: hostname(), pid: process.pid };
-    try {
-      await writeFile(temp, JSON.stringify(record));
-      await rename(temp, join(identity.dir, ALIVE));
-    } finally {
-      await rm(temp, { force: true });
-    }
+    await whileVanishing(async () => {
+      await mkdir(identity.dir, { recursive: true });
+      const temp = join(identity.dir, `.${ALIVE}.${randomBytes(4).toString('hex')}`);
+      try {
+        await writeFile(temp, JSON.stringify(record));
+        await rename(temp, join(identity.dir, ALIVE));
+      } finally {
+        await rm(temp, { force: true });
+      }
+    });
   }
 
   #serial<T>(work: () => Promise<T>): Promise<T> {

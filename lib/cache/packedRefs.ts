@@ -5,8 +5,9 @@
  * line and that a ref without one is not a tag, so git advertises refs (with their peeled values)
  * without reading objects - a generation's refs are usable before its packs are downloaded.
  */
+
+import type { RefValue } from '../protocol/refValue.js';
 import { compareNames } from '../wal/refRows.js';
-import type { RefValue } from '../wal/types.js';
 
 export const PACKED_REFS_HEADER = '# pack-refs with: peeled fully-peeled sorted \n';
 

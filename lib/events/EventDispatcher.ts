@@ -11,11 +11,11 @@
  * then see an event twice, always with the same idempotency key.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KeyedMutex } from '../cache/KeyedMutex.js';
-import type { Logger } from '../log.js';
+import { type LoggedError, type Logger, serializeError } from '../log.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
+import { KeyedMutex } from '../util/KeyedMutex.js';
+import { RepoNotFound } from '../wal/errors.js';
 import { incarnationId } from '../wal/keys.js';
-import { RepoNotFound } from '../wal/Publisher.js';
 import type { RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { advanceCursor, CursorMoved, type EventCursor, readCursor } from './EventCursor.js';
@@ -47,8 +47,10 @@ export interface SinkProgress {
   readonly cursor: number;
   /** The log's head: delivery is complete when it equals the cursor. */
   readonly head: number;
-  /** Why delivery stopped short, if it did. */
+  /** Why delivery stopped short, if it did: the error's message, as the CLI prints it... */
   readonly error?: string;
+  /** ...and the error itself as logs write errors (name, message, code, cause). */
+  readonly cause?: LoggedError;
 }
 
 export class EventDispatcher {
@@ -84,7 +86,7 @@ export class EventDispatcher {
           }
         } while (state.again);
       } catch (error) {
-        this.#deps.logger.warn('event delivery failed', { repo, error: String(error) });
+        this.#deps.logger.warn('event delivery failed', { repo, error: serializeError(error) });
       } finally {
         this.#running.delete(repo);
       }
@@ -134,7 +136,7 @@ export class EventDispatcher {
         }
       }
     } catch (error) {
-      return { sink: sink.name, delivered, cursor: cursor?.seq ?? 0, head, error: message(error) };
+      return { sink: sink.name, delivered, cursor: cursor?.seq ?? 0, head, ...stopped(error) };
     }
   }
 
@@ -163,7 +165,7 @@ export class EventDispatcher {
       }
       return { sink: sink.name, delivered, cursor: cursor.seq, head: index.seq };
     } catch (error) {
-      return { sink: sink.name, delivered, cursor: cursor.seq, head: index.seq, error: message(error) };
+      return { sink: sink.name, delivered, cursor: cursor.seq, head: index.seq, ...stopped(error) };
     }
   }
 
@@ -196,6 +198,8 @@ export class EventDispatcher {
   }
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** Why a delivery stopped, for the progress report. */
+function stopped(error: unknown): { error: string; cause: LoggedError } {
+  const cause = serializeError(error);
+  return { error: cause.message, cause };
 }

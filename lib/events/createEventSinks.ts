@@ -3,9 +3,9 @@
  * configured, so a host without one starts without it.
  */
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import type { EventsConfig } from '../config.js';
 import { configuredSecret, type SecretsManagerClients } from '../secrets/configuredSecret.js';
 import type { EventSink } from './EventSink.js';
+import type { EventsConfig } from './EventsConfig.js';
 import { WebhookSink } from './WebhookSink.js';
 
 export async function createEventSinks(

@@ -3,14 +3,7 @@
  * refused with a retryable Busy rather than queued without bound (seed 000: the budget bounds
  * processes; per-repository work never serializes behind it).
  */
-export class Busy extends Error {
-  readonly code = 'Busy';
-  readonly retryAfterSeconds: number;
-  constructor(message: string, retryAfterSeconds = 1) {
-    super(message);
-    this.retryAfterSeconds = retryAfterSeconds;
-  }
-}
+import { Busy } from '../util/Busy.js';
 
 /**
  * Slots are counted per owner too (a token, or an anonymous client's address): one owner may hold

@@ -18,7 +18,7 @@
  *
  * When narwal has recognised the request as a full clone too, it passes its own name for it in
  * NARWAL_CLONE_KEY (protocol/fullClone.ts), and the hook links the pack under that name as well:
- * from then on narwal answers identical clones from the file itself (clonePack.ts), and
+ * from then on narwal answers identical clones from the file itself (transfer/clonePack.ts), and
  * upload-pack and this hook run only for the first.
  *
  * A shell script because upload-pack starts it for every fetch: a few coreutils processes cost a

@@ -6,15 +6,17 @@
  */
 import type { RepoCache } from '../cache/RepoCache.js';
 import type { GitRunner } from '../git/GitRunner.js';
-import { type Publisher, type RefOutcome, RepoNotFound } from '../wal/Publisher.js';
-import type { Identity, LoadedIndex, LogItem, RefValue, RepoIndex } from '../wal/types.js';
+import type { RefValue } from '../protocol/refValue.js';
+import { RepoNotFound } from '../wal/errors.js';
+import type { Publisher, RefOutcome } from '../wal/Publisher.js';
+import { checkSeq, fullUpdates, itemAt, refsAt } from '../wal/stateAt.js';
+import type { Identity, LoadedIndex, LogItem, RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { commitsBetween, type MoveDetail } from './commitsBetween.js';
 import { diffStates, type StateDiff } from './diffStates.js';
 import { type LogSlice, logPage } from './logPage.js';
 import { planRewind, type RewindPlan } from './planRewind.js';
 import { type RefMove, refMoves } from './refMoves.js';
-import { checkSeq, fullUpdates, itemAt, refsAt } from './stateAt.js';
 
 export interface HistoryDeps {
   readonly wal: Wal;
@@ -95,7 +97,7 @@ export class History {
     if (changes.moved.length === 0 || cache === undefined || git === undefined)
       return { from, to, ...changes, details: [] };
     // Every object the log ever published is in the object store of a complete generation.
-    const generation = await cache.read(cache.target(loaded));
+    const generation = await cache.leaseComplete(cache.target(loaded));
     try {
       return { from, to, ...changes, details: await commitsBetween(git, generation.dir, changes.moved) };
     } finally {

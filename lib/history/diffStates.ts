@@ -1,5 +1,5 @@
+import type { RefValue } from '../protocol/refValue.js';
 /** What changed between two ref states: refs added, removed and moved, sorted by name. */
-import type { RefValue } from '../wal/types.js';
 
 export interface RefChange {
   readonly ref: string;

@@ -4,13 +4,14 @@
  * with the current value as its expected old value, so the publish is the same CAS as a push's.
  * Nothing is ever deleted from the log or the store by a rewind.
  */
+
+import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import type { PushCommand } from '../wal/Publisher.js';
 import { compareNames } from '../wal/refRows.js';
-import type { RefValue, RepoIndex } from '../wal/types.js';
-import { ZERO_OID } from '../wal/types.js';
+import { checkSeq, refsAt } from '../wal/stateAt.js';
+import type { RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { refMatcher } from './refPattern.js';
-import { checkSeq, refsAt } from './stateAt.js';
 
 export interface RewindPlan {
   readonly repo: string;

@@ -3,9 +3,10 @@
  * parallel (a page holds PAGE_SIZE items), plus the entry objects of the few items too large
  * for their summary to show every update.
  */
+
+import { withFullUpdates } from '../wal/stateAt.js';
 import type { Identity, LogItem, RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
-import { withFullUpdates } from './stateAt.js';
 
 export interface RefMove {
   readonly seq: number;

@@ -6,7 +6,7 @@
  * node's memory. Bytes are charged as they arrive and given back when the request is done with
  * them; a request that would go past either bound is refused with a retryable Busy.
  */
-import { Busy } from '../git/GitBudget.js';
+import { Busy } from '../util/Busy.js';
 
 export class MemoryBudget {
   readonly #total: number;

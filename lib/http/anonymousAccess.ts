@@ -7,13 +7,13 @@
  * API Gateway's REQUEST authorizer uses it (functions/authorizer.ts): a 401 with
  * `WWW-Authenticate` can only come from a gateway response there, so the authorizer must refuse
  * exactly the anonymous requests the core would refuse with 401, and let the others through
- * (public repositories stay readable without a token). It mirrors the router in
- * createHandler.ts and the routes it calls; test/unit/http/anonymousAccess.test.ts holds the two
- * together, request by request, against the real handler.
+ * (public repositories stay readable without a token). It reads paths as the router in
+ * createHandler.ts does (routeOf.ts) and mirrors the routes it calls;
+ * test/integration/anonymousAccess.test.ts holds the two together, request by request, against
+ * the real handler.
  */
-import { isProtectionPath } from './protectionRoutes.js';
 import { gitRepoFromPath, repoFromPath } from './repoPath.js';
-import { isTokensPath } from './tokenRoutes.js';
+import { decodePath, type GitSuffix, routeOf } from './routeOf.js';
 import type { TransferService } from './transferRoute.js';
 
 export type AnonymousAccess =
@@ -32,36 +32,58 @@ export interface Transfer {
 
 const OPEN: AnonymousAccess = { kind: 'open' };
 const CHALLENGE: AnonymousAccess = { kind: 'challenge' };
-const GIT_SUFFIXES = ['/info/refs', '/git-upload-pack', '/git-receive-pack'] as const;
 
 export function anonymousAccess(method: string, rawPath: string, query: URLSearchParams): AnonymousAccess {
-  const path = decoded(rawPath);
-  if (path === undefined || path === '/healthz') return OPEN;
-  if (isProtectionPath(path)) {
-    const repo = validRepo(path.slice('/api/v1/repos/'.length, -'/-/protection'.length));
-    if (repo === undefined) return OPEN;
-    if (isGet(method)) return { kind: 'read', repo };
-    return method === 'PUT' || method === 'DELETE' ? CHALLENGE : OPEN;
+  let path: string;
+  try {
+    path = decodePath(rawPath);
+  } catch {
+    // What the router refuses (400) needs no credentials.
+    return OPEN;
   }
-  const settings = /^\/api\/v1\/repos\/(.+)\/-\/settings$/.exec(path);
-  if (settings) {
-    const repo = validRepo(settings[1] ?? '');
-    if (repo === undefined) return OPEN;
-    if (isGet(method)) return { kind: 'read', repo };
-    return method === 'PUT' ? CHALLENGE : OPEN;
+  const to = routeOf(path);
+  switch (to.kind) {
+    case 'health':
+      return OPEN;
+    case 'protection': {
+      const repo = validRepo(to.repoPart);
+      if (repo === undefined) return OPEN;
+      if (isGet(method)) return { kind: 'read', repo };
+      return method === 'PUT' || method === 'DELETE' ? CHALLENGE : OPEN;
+    }
+    case 'tokens':
+      // Managing tokens needs an admin token, whatever the method.
+      return CHALLENGE;
+    case 'settings': {
+      const repo = validRepo(to.repoPart);
+      if (repo === undefined) return OPEN;
+      if (isGet(method)) return { kind: 'read', repo };
+      return method === 'PUT' ? CHALLENGE : OPEN;
+    }
+    case 'lfs':
+      return lfsAccess(method, to.repoPart, to.rest);
+    case 'front':
+      return query.has('sign-in') ? CHALLENGE : OPEN;
+    case 'login':
+      return CHALLENGE;
+    case 'api':
+      return apiAccess(method, to.path);
+    case 'page':
+      return pageAccess(method, to.path);
+    case 'git':
+      return gitAccess(method, to.suffix, to.repoPart, query);
   }
-  // Managing tokens needs an admin token, whatever the method.
-  if (isTokensPath(path)) return CHALLENGE;
-  if (path === '/') return query.has('sign-in') ? CHALLENGE : OPEN;
-  if (path === '/-/login') return CHALLENGE;
-  if (path.startsWith('/api/v1/')) return apiAccess(method, path.slice('/api/v1'.length));
-  const lfs = /^\/(.+)\.git\/info\/lfs(\/.*)?$/.exec(path);
-  if (lfs) return lfsAccess(method, lfs[1] ?? '', lfs[2] ?? '');
-  const suffix = GIT_SUFFIXES.find((s) => path.endsWith(s));
-  if (suffix === undefined) return pageAccess(method, path.slice(1));
+}
+
+function gitAccess(
+  method: string,
+  suffix: GitSuffix,
+  repoPart: string,
+  query: URLSearchParams,
+): AnonymousAccess {
   let target: { repo: string; at?: number };
   try {
-    target = gitRepoFromPath(path.slice(1, -suffix.length));
+    target = gitRepoFromPath(repoPart);
   } catch {
     return OPEN;
   }
@@ -90,12 +112,6 @@ function apiAccess(method: string, path: string): AnonymousAccess {
   return isGet(method) ? { kind: 'read', repo } : OPEN;
 }
 
-/**
- * Git LFS (lfsRoutes.ts): a batch is a read until its body says it is an upload, so anonymous
- * batches of a public repository pass and the core asks an anonymous upload for credentials
- * itself (git-lfs reads its LFS-Authenticate, which the gateway leaves alone). Uploads, verifies
- * and every change of a lock need write access.
- */
 function lfsAccess(method: string, repoPart: string, rest: string): AnonymousAccess {
   const repo = validRepo(repoPart);
   if (repo === undefined) return OPEN;
@@ -132,18 +148,6 @@ function isGet(method: string): boolean {
 function validRepo(part: string): string | undefined {
   try {
     return repoFromPath(part);
-  } catch {
-    return undefined;
-  }
-}
-
-/** As the router decodes paths; what it refuses (400) needs no credentials. */
-function decoded(raw: string): string | undefined {
-  if (/%(2f|5c)/i.test(raw)) return undefined;
-  try {
-    const path = decodeURIComponent(raw);
-    if (path.includes('\0') || path.includes('\\')) return undefined;
-    return path.replace(/\/+$/, '') || '/';
   } catch {
     return undefined;
   }

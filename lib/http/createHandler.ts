@@ -5,29 +5,34 @@
 import { tokenFromAuthorization } from '../auth/basicAuth.js';
 import type { Principal } from '../auth/Principal.js';
 import type { TokenStore } from '../auth/TokenStore.js';
+import type { Publisher } from '../wal/Publisher.js';
 import { apiRoute } from './apiRoutes.js';
 import { baseUrl } from './baseUrl.js';
 import type { BrowseRouteDeps } from './browseRoutes.js';
 import { asHtml, asJson, asLfsJson, errorResponse, text } from './errorResponse.js';
-import { type GitRouteDeps, infoRefs, receivePack, uploadPack } from './gitRoutes.js';
-import { badRequest, methodNotAllowed, unauthorized } from './HttpError.js';
+import { type GitRouteDeps, infoRefsRoute, receivePackRoute, uploadPackRoute } from './gitRoutes.js';
+import { methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
-import { isLfsPath, isLfsRequest, type LfsRouteDeps, lfsRoute } from './lfsRoutes.js';
+import { isLfsRequest, type LfsRouteDeps, lfsRoute } from './lfsRoutes.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
-import { isProtectionPath, protectionRoute } from './protectionRoutes.js';
+import { type ProtectionRouteDeps, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
+import { decodePath, type GitSuffix, gitSuffix, routeOf } from './routeOf.js';
 import { requireSameOrigin } from './sameOrigin.js';
-import { isSettingsPath, settingsRoute } from './settingsRoutes.js';
-import { isTokensPath, tokenRoute } from './tokenRoutes.js';
+import { settingsRoute } from './settingsRoutes.js';
+import { tokenRoute } from './tokenRoutes.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
-export interface HandlerDeps extends GitRouteDeps, BrowseRouteDeps, LfsRouteDeps {
+export interface HandlerDeps
+  extends Omit<GitRouteDeps, 'git'>,
+    BrowseRouteDeps,
+    ProtectionRouteDeps,
+    LfsRouteDeps {
+  readonly publisher: Publisher;
   readonly tokens: TokenStore;
   /** What `/healthz` asks; without it, `/healthz` answers as long as the process does. */
   readonly health?: HealthCheck;
 }
-
-const GIT_SUFFIXES = ['/info/refs', '/git-upload-pack', '/git-receive-pack'] as const;
 
 export function createHandler(deps: HandlerDeps): CoreHandler {
   return async (request) => {
@@ -45,31 +50,48 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
 
 async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreResponse> {
   const path = decodePath(request.path);
-  if (path === '/healthz') return healthz(deps);
+  const to = routeOf(path);
+  if (to.kind === 'health') return healthz(deps);
   requireSameOrigin(request);
-  if (isProtectionPath(path)) return protectionRoute(deps, request, path, await authenticate(deps, request));
-  if (isTokensPath(path)) return tokenRoute(deps, request, path, await authenticate(deps, request));
-  if (isSettingsPath(path)) return settingsRoute(deps, request, path, await authenticate(deps, request));
+  if (to.kind === 'protection')
+    return protectionRoute(deps, request, path, await authenticate(deps, request));
+  if (to.kind === 'tokens') return tokenRoute(deps, request, path, await authenticate(deps, request));
+  if (to.kind === 'settings') return settingsRoute(deps, request, path, await authenticate(deps, request));
   const principal = await authenticate(deps, request);
-  if (path === '/' || path === '') {
-    if (request.query.has('sign-in')) return signInRoute(principal);
-    return wantsHtml(request) ? repoListRoute(deps, request, principal) : frontPage(deps, request);
+  switch (to.kind) {
+    case 'front':
+      if (request.query.has('sign-in')) return signInRoute(principal);
+      return wantsHtml(request) ? repoListRoute(deps, request, principal) : frontPage(deps, request);
+    case 'login':
+      return loginPage(principal);
+    case 'api':
+      return apiRoute(deps, request, to.path, principal);
+    case 'page':
+      return monitorRoute(deps, request, to.path, principal);
+    case 'lfs':
+      return lfsRoute(deps, request, to, principal);
+    case 'git':
+      return gitRoute(deps, request, to.suffix, to.repoPart, principal);
   }
-  if (path === '/-/login') return loginPage(principal);
-  if (path.startsWith('/api/v1/')) return apiRoute(deps, request, path.slice('/api/v1'.length), principal);
-  if (isLfsPath(path)) return lfsRoute(deps, request, path, principal);
-  const suffix = gitSuffix(path);
-  if (suffix === undefined) return monitorRoute(deps, request, path.slice(1), principal);
-  const { repo, at } = gitRepoFromPath(path.slice(1, -suffix.length));
+}
+
+function gitRoute(
+  deps: HandlerDeps,
+  request: CoreRequest,
+  suffix: GitSuffix,
+  repoPart: string,
+  principal: Principal | null,
+): Promise<CoreResponse> {
+  const { repo, at } = gitRepoFromPath(repoPart);
   if (suffix === '/info/refs') {
     if (request.method !== 'GET' && request.method !== 'HEAD')
       throw methodNotAllowed('narwal: use GET for info/refs');
-    return infoRefs(deps, request, repo, principal, at);
+    return infoRefsRoute(deps, request, repo, principal, at);
   }
   if (request.method !== 'POST') throw methodNotAllowed(`narwal: use POST for ${suffix.slice(1)}`);
   return suffix === '/git-upload-pack'
-    ? uploadPack(deps, request, repo, principal, at)
-    : receivePack(deps, request, repo, principal, at);
+    ? uploadPackRoute(deps, request, repo, principal, at)
+    : receivePackRoute(deps, request, repo, principal, at);
 }
 
 async function healthz(deps: HandlerDeps): Promise<CoreResponse> {
@@ -77,10 +99,6 @@ async function healthz(deps: HandlerDeps): Promise<CoreResponse> {
   const report = await deps.health();
   const lines = Object.entries(report.checks).map(([name, result]) => `${name}: ${result}`);
   return text(report.ok ? 200 : 503, `${report.ok ? 'ok' : 'narwal: unhealthy'}\n${lines.join('\n')}`);
-}
-
-function gitSuffix(path: string): (typeof GIT_SUFFIXES)[number] | undefined {
-  return GIT_SUFFIXES.find((s) => path.endsWith(s));
 }
 
 function isGitPath(rawPath: string): boolean {
@@ -95,24 +113,6 @@ async function authenticate(deps: HandlerDeps, request: CoreRequest): Promise<Pr
   if (principal === null)
     throw unauthorized('narwal: invalid credentials (use a narwal token as the password)');
   return principal;
-}
-
-/**
- * The path as the router sees it. A percent-encoded `/` or `\` is refused rather than decoded:
- * it would let one repository be named by a URL whose segments say something else. What is left
- * is checked by parseRepoName, so `..`, `.`, empty segments and odd characters never reach a key.
- */
-function decodePath(raw: string): string {
-  if (/%(2f|5c)/i.test(raw)) throw badRequest('narwal: encoded "/" or "\\" in the URL path');
-  try {
-    const path = decodeURIComponent(raw);
-    if (path.includes('\0') || path.includes('\\'))
-      throw badRequest('narwal: invalid characters in the URL path');
-    return path.replace(/\/+$/, '') || '/';
-  } catch (error) {
-    if (error instanceof URIError) throw badRequest('narwal: malformed percent-encoding in the URL path');
-    throw error;
-  }
 }
 
 function frontPage(deps: HandlerDeps, request: CoreRequest): CoreResponse {

@@ -7,9 +7,8 @@ import { InvalidGrant } from '../auth/Principal.js';
 import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
 import { CatFileClosed } from '../browse/CatFile.js';
 import { InvalidBrowsePath, NoSuchPath, NoSuchRevision } from '../browse/errors.js';
-import { Busy } from '../git/GitBudget.js';
-import { NoSuchEntry } from '../history/errors.js';
 import { StalePreview } from '../history/History.js';
+import { RuleNotFound } from '../history/protection.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
 import {
   InvalidLfsRequest,
@@ -24,13 +23,15 @@ import {
   UnsupportedHashAlgorithm,
 } from '../lfs/errors.js';
 import { InvalidSettings } from '../lfs/settings.js';
+import { serializeError } from '../log.js';
 import { errorPageView } from '../monitor/pages.js';
-import { RuleNotFound } from '../policy/protection.js';
 import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
-import { RepoNotFound } from '../wal/Publisher.js';
+import { CacheChanged, GitRefused, RepoBeingCreated } from '../transfer/errors.js';
+import { Busy } from '../util/Busy.js';
+import { NoSuchEntry, RepoNotFound } from '../wal/errors.js';
 import { NOT_STORED } from './cachePolicy.js';
 import { HttpError, unauthorized } from './HttpError.js';
 import type { CoreResponse } from './types.js';
@@ -43,6 +44,9 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof HttpError) return text(error.status, error.message, error.headers);
   if (error instanceof AccessDenied) return accessDenied(error);
   if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
+  if (error instanceof GitRefused) return text(400, error.message);
+  if (error instanceof CacheChanged) return text(503, error.message, { 'retry-after': '1' });
+  if (error instanceof RepoBeingCreated) return text(409, error.message);
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
   if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
   if (error instanceof InvalidRefPattern) return text(400, `narwal: ${error.message}`);
@@ -72,7 +76,7 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
     (error.code === 'ConditionalConflict' || error.code === 'PreconditionFailed')
   ) {
     // A race this request lost where no retry was left: retryable, not a server fault.
-    logger.error('store race not absorbed', { requestId, error: describe(error) });
+    logger.error('store race not absorbed', { requestId, error: serializeError(error, { stack: true }) });
     return text(503, `narwal: busy with concurrent writers; retry in a moment (request ${requestId})`, {
       'retry-after': '1',
     });
@@ -81,12 +85,12 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
     (error instanceof StoreError && error.code === 'StoreUnavailable') ||
     error instanceof PresenceUnavailable
   ) {
-    logger.error('store unavailable', { requestId, error: describe(error) });
+    logger.error('store unavailable', { requestId, error: serializeError(error, { stack: true }) });
     return text(503, `narwal: storage temporarily unavailable; retry in a moment (request ${requestId})`, {
       'retry-after': '1',
     });
   }
-  logger.error('unexpected error', { requestId, error: describe(error) });
+  logger.error('unexpected error', { requestId, error: serializeError(error, { stack: true }) });
   return text(500, `narwal: internal error (request ${requestId})`);
 }
 
@@ -178,10 +182,6 @@ export function text(
     headers: { 'content-type': 'text/plain; charset=utf-8', ...NOT_STORED, ...headers },
     body: Buffer.from(`${message}\n`),
   };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
 }
 
 export function json(status: number, value: unknown): CoreResponse {

@@ -1,39 +1,25 @@
 /**
  * git's smart HTTP protocol (gitprotocol-http(5)): `GET info/refs?service=...`, then POSTs to
- * `git-upload-pack` or `git-receive-pack`. Every read first proves the cache is at the current
- * index etag; every push is published to the log before git reports it.
+ * `git-upload-pack` or `git-receive-pack`. This layer routes, authorizes and sets content types;
+ * the transfers themselves are lib/transfer's: every read first proves the cache is at the current
+ * index etag, every push is published to the log before git reports it.
  */
-
-import type { ChildProcess } from 'node:child_process';
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
-import type { CacheTarget, Generation, RepoCache } from '../cache/RepoCache.js';
-import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
-import { type ClonePacking, clonePackBody } from '../git/clonePack.js';
-import { Busy } from '../git/GitBudget.js';
-import type { GitRunner } from '../git/GitRunner.js';
-import { RefAnswers } from '../git/RefAnswers.js';
-import { type ReceivePackDeps, runReceivePack } from '../git/receivePack.js';
-import { SidebandProgress } from '../git/sidebandProgress.js';
-import { gitProtocolEnv, uploadPackConfig, wantsProtocolV1, wantsProtocolV2 } from '../git/uploadPack.js';
-import type { Logger } from '../log.js';
-import { fullCloneOf } from '../protocol/fullClone.js';
+import { wantsProtocolV2 } from '../git/uploadPack.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
-import { receivePackAdvertisement } from '../protocol/receivePackAdvertisement.js';
-import { classifyUploadPackRequest, predictedPrefix } from '../protocol/uploadPackRequest.js';
-import { emptyIndex } from '../wal/indexCodec.js';
-import type { LoadedIndex, RefValue } from '../wal/types.js';
+import { type AdvertiseDeps, advertiseReceivePack, advertiseUploadPack } from '../transfer/advertiseRefs.js';
+import { answerFetch, type FetchDeps } from '../transfer/answerFetch.js';
+import type { ClientMessage } from '../transfer/errors.js';
+import { type PushDeps, receivePush } from '../transfer/receivePush.js';
+import { Busy } from '../util/Busy.js';
+import type { LoadedIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
-import { RepoExists } from '../wal/Wal.js';
 import { NOT_STORED } from './cachePolicy.js';
 import { type ChunkedPushNotes, isPushProbe } from './chunkedPushes.js';
-import { errorResponse } from './errorResponse.js';
 import { badRequest, forbidden, HttpError, notFound, payloadTooLarge } from './HttpError.js';
 import type { MemoryBudget, Reservation } from './MemoryBudget.js';
-import { type BodyPace, decodedBody, onBodyError, readAll } from './requestBody.js';
+import { type BodyPace, decodedBody } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
@@ -42,34 +28,37 @@ export type GitService = 'git-upload-pack' | 'git-receive-pack';
 /** How old an index this node confirmed may be to start a push's POST without reading it again. */
 const PUSH_RECENT_MS = 5_000;
 
-export interface GitRouteDeps extends Omit<ReceivePackDeps, 'logger'> {
+type TransferDeps = Omit<PushDeps, 'clientMessage' | 'wal'> &
+  Omit<FetchDeps, 'clientMessage'> &
+  Omit<AdvertiseDeps, 'wal'>;
+
+export interface GitRouteDeps extends TransferDeps {
   readonly wal: Wal;
-  readonly cache: RepoCache;
-  readonly git: GitRunner;
-  readonly logger: Logger;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
   /** Fetch requests read into memory, bounded across requests and per client. */
   readonly requestMemory: MemoryBudget;
   /** How a request body must keep arriving (else 408). */
   readonly bodyPace: BodyPace;
-  /** The pack cache hook for upload-pack (packCacheHook.ts); null when turned off. */
-  readonly packObjectsHook: string | null;
-  /** The `agent=` of advertisements narwal writes itself: the server's git, e.g. `git/2.39.5`. */
-  readonly gitAgent: string;
-  /** Answers upload-pack gave about immutable states, for the same questions again. */
-  readonly refAnswers: RefAnswers;
-  /** Full clones being packed by this node's upload-packs, for identical ones to wait on. */
-  readonly clonePacking: ClonePacking;
   /** Sends long transfers to the pool (on Lambda only; see transferRouter.ts). */
   readonly routeTransfer?: TransferRouter;
   /** Behind a gateway that refuses chunked requests: notes refused pushes (chunkedPushes.ts). */
   readonly chunkedPushes?: ChunkedPushNotes;
 }
 
-const NO_CACHE = NOT_STORED;
+/**
+ * The words a failure of this layer has for git's user when it surfaces inside a transfer's
+ * answer (on the sideband): a refused request body (408, 413, bad gzip) or a limit reached.
+ */
+export const clientMessage: ClientMessage = (error) =>
+  error instanceof Busy || error instanceof HttpError ? error.message : undefined;
 
-export async function infoRefs(
+const RESULT = {
+  'git-upload-pack': { 'content-type': 'application/x-git-upload-pack-result', ...NOT_STORED },
+  'git-receive-pack': { 'content-type': 'application/x-git-receive-pack-result', ...NOT_STORED },
+} as const;
+
+export async function infoRefsRoute(
   deps: GitRouteDeps,
   request: CoreRequest,
   repo: string,
@@ -84,18 +73,14 @@ export async function infoRefs(
   const routed = await deps.routeTransfer?.(request, repo, service);
   if (routed) return routed;
   const protocol = request.headers['git-protocol'];
+  const headers = { 'content-type': `application/x-${service}-advertisement`, ...NOT_STORED };
+  const serviceLine = Buffer.concat([encodePktLine(`# service=${service}\n`), FLUSH_PKT]);
   if (service === 'git-receive-pack') {
-    // Written from the index's refs: no generation, lease or git process before the push's POST.
     const loaded = await authorizePush(deps, repo, principal);
-    const refs = loaded ? await deps.wal.allRefs(loaded.index) : new Map<string, RefValue>();
     return {
       status: 200,
-      headers: { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE },
-      body: Buffer.concat([
-        encodePktLine(`# service=${service}\n`),
-        FLUSH_PKT,
-        receivePackAdvertisement(refs, { agent: deps.gitAgent, v1: wantsProtocolV1(protocol) }),
-      ]),
+      headers,
+      body: Buffer.concat([serviceLine, await advertiseReceivePack(deps, loaded, protocol)]),
     };
   }
   // In protocol v2 this answer is the server's capabilities, no refs: nothing in it can be stale,
@@ -109,96 +94,19 @@ export async function infoRefs(
     recent !== undefined &&
     allows(principal, repo, 'read', { public: recent.index.public });
   const loaded = capabilitiesOnly ? null : await authorizeRead(deps, repo, principal);
-  const target = loaded ? await targetFor(deps, loaded, at) : null;
-  // In protocol v2 the server's first response is the capability advertisement itself, the same
-  // for every repository; in v0 and v1 it is the refs of the state just read.
-  const prefix = v2 ? Buffer.alloc(0) : Buffer.concat([encodePktLine(`# service=${service}\n`), FLUSH_PKT]);
-  const headers = { 'content-type': `application/x-${service}-advertisement`, ...NO_CACHE };
-  const key = RefAnswers.key(v2 ? null : target, 'advertise', protocol);
-  const known = deps.refAnswers.get(key);
-  if (known) return { status: 200, headers, body: Buffer.concat([prefix, known]) };
-  // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
-  // after O(refs) work, and the download waits for the request that needs objects.
-  const generation = target ? await deps.cache.advertise(target) : null;
-  const dir = generation ? generation.dir : await deps.cache.emptyRepo();
-  const child = await spawnReleasing(
-    deps.git,
-    generation,
-    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', '--advertise-refs', dir],
-    { env: gitProtocolEnv(protocol), owner: slotOwner(principal, request) },
-  );
-  child.stdin?.end();
-  const exit = childExit(child);
-  void exit.then((e) => {
-    void generation?.release();
-    if (e.code !== 0)
-      deps.logger.warn('advertisement failed', { repo, service, code: e.code, stderr: e.stderr });
+  const answer = await advertiseUploadPack(deps, {
+    repo,
+    loaded,
+    at,
+    protocol,
+    owner: slotOwner(principal, request),
   });
-  // Read whole (refs checked) before any byte goes out; small either way.
-  const answer = await checkedRefs(child, exit, v2 ? null : generation, 'upload-pack');
-  deps.refAnswers.set(key, answer);
-  return { status: 200, headers, body: Buffer.concat([prefix, answer]) };
+  // In protocol v2 the server's first response is the capability advertisement itself, the same
+  // for every repository; in v0 and v1 it is the refs of the state just read, after the service line.
+  return { status: 200, headers, body: v2 ? answer : Buffer.concat([serviceLine, answer]) };
 }
 
-/**
- * The output of a git child that lists a generation's refs, once it exits, checked against the
- * generation: a cache directory deleted while git read it leaves a directory with no packed-refs,
- * which git lists as no refs at all and exit 0, and a client would take that for the repository's
- * state. Ref listings are O(refs), so holding one whole is cheap.
- */
-async function checkedRefs(
-  child: ChildProcess,
-  exit: Promise<ChildExit>,
-  generation: Generation | null,
-  service: string,
-): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
-  const finished = await exit;
-  if (generation && !(await exists(join(generation.dir, 'packed-refs')))) throw cacheChanged();
-  if (finished.code !== 0) throw gitRefused(service, finished.stderr);
-  return Buffer.concat(chunks);
-}
-
-const cacheChanged = () =>
-  new HttpError(503, 'narwal: the cache changed while the refs were read; retry', { 'retry-after': '1' });
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
-/**
- * A v2 ls-refs about `target`: the answer git gave to the same request about the same state, or
- * git's answer on a leased generation, whole once checked (see checkedRefs).
- */
-async function lsRefs(
-  deps: GitRouteDeps,
-  target: CacheTarget,
-  request: Buffer,
-  options: { protocol: string | undefined; owner: string },
-): Promise<CoreResponse> {
-  const { protocol } = options;
-  const key = RefAnswers.key(target, 'ls-refs', protocol, request);
-  let refs = deps.refAnswers.get(key);
-  if (refs === undefined) {
-    const generation = await deps.cache.advertise(target);
-    const { child, exit } = await spawnUploadPack(deps, generation, options);
-    child.stdin?.on('error', () => {});
-    child.stdin?.end(request);
-    refs = await checkedRefs(child, exit, generation, 'upload-pack');
-    deps.refAnswers.set(key, refs);
-  }
-  return {
-    status: 200,
-    headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
-    body: refs,
-  };
-}
-
-export async function uploadPack(
+export async function uploadPackRoute(
   deps: GitRouteDeps,
   request: CoreRequest,
   repo: string,
@@ -208,7 +116,27 @@ export async function uploadPack(
   // The request bytes read into memory are charged to the node's budget until the answer is done.
   const memory = deps.requestMemory.reserve(slotOwner(principal, request));
   try {
-    return releasedAfter(await answerFetch(deps, request, repo, principal, memory, at), memory);
+    requireContentType(request, 'application/x-git-upload-pack-request');
+    const loaded = await authorizeRead(deps, repo, principal);
+    if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
+    const body = decodedBody(
+      request,
+      { maxBytes: deps.maxFetchRequestBytes, ...deps.bodyPace },
+      'the fetch request',
+    );
+    const answer = await answerFetch(
+      { ...deps, clientMessage },
+      {
+        loaded,
+        at,
+        body,
+        protocol: request.headers['git-protocol'],
+        owner: slotOwner(principal, request),
+        memory,
+        requestId: request.requestId,
+      },
+    );
+    return releasedAfter({ status: 200, headers: RESULT['git-upload-pack'], body: answer }, memory);
   } catch (error) {
     memory.release();
     throw error;
@@ -226,143 +154,7 @@ function releasedAfter(response: CoreResponse, memory: Reservation): CoreRespons
   return response;
 }
 
-async function answerFetch(
-  deps: GitRouteDeps,
-  request: CoreRequest,
-  repo: string,
-  principal: Principal | null,
-  memory: Reservation,
-  at?: number,
-): Promise<CoreResponse> {
-  requireContentType(request, 'application/x-git-upload-pack-request');
-  const loaded = await authorizeRead(deps, repo, principal);
-  if (loaded === null) throw notFound(`narwal: repository ${repo} not found`);
-  const body = decodedBody(
-    request,
-    { maxBytes: deps.maxFetchRequestBytes, ...deps.bodyPace },
-    'the fetch request',
-  );
-  const protocol = request.headers['git-protocol'];
-  const owner = slotOwner(principal, request);
-  const target = await targetFor(deps, loaded, at);
-  const v2 = wantsProtocolV2(protocol);
-  // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs).
-  const early = v2 ? await readAll(body, memory) : null;
-  if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
-    return lsRefs(deps, target, early, { protocol, owner });
-  }
-  const complete = await deps.cache.isComplete(target);
-  if (complete && deps.packObjectsHook === null) {
-    return startUploadPack(deps, await deps.cache.read(target), early ? Readable.from([early]) : body, {
-      protocol,
-      owner,
-    });
-  }
-  // The request is small: read it to learn what it needs.
-  const bytes = early ?? (await readAll(body, memory));
-  const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
-  const cloneEnv: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
-  if (complete) {
-    const generation = await deps.cache.read(target);
-    const cached = clone ? await deps.clonePacking.open(generation.dir, clone) : { pack: null };
-    if (clone && cached.pack) {
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
-        body: clonePackBody(clone, cached.pack, () => void generation.release()),
-      };
-    }
-    try {
-      return await startUploadPack(deps, generation, Readable.from([bytes]), {
-        protocol,
-        owner,
-        env: cloneEnv,
-        ...(cached.packing ? { packing: cached.packing } : {}),
-      });
-    } catch (error) {
-      cached.packing?.(Promise.resolve());
-      throw error;
-    }
-  }
-  // The repository must be prepared first.
-  const kind = classifyUploadPackRequest(bytes, v2);
-  const refs = kind.wantRefs.length > 0 ? await target.refs() : new Map<string, RefValue>();
-  const prefix = predictedPrefix(kind, v2, (ref) => refs.get(ref === 'HEAD' ? target.head : ref)?.oid);
-  if (prefix === null) {
-    return startUploadPack(deps, await deps.cache.read(target), Readable.from([bytes]), {
-      protocol,
-      owner,
-      env: cloneEnv,
-    });
-  }
-  // git's answer starts with known bytes and then the sideband: answer at once and report the
-  // preparation as progress, as git reports its own while it counts and compresses objects.
-  const progress = new SidebandProgress(prefix);
-  void (async () => {
-    const generation = await deps.cache.read(target, (message, final) => progress.progress(message, final));
-    if (progress.closed) {
-      await generation.release();
-      return;
-    }
-    const { child } = await spawnUploadPack(deps, generation, { protocol, owner, env: cloneEnv });
-    progress.body.once('close', () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    });
-    child.stdin?.on('error', () => {});
-    child.stdin?.end(bytes);
-    if (child.stdout) await progress.relay(child.stdout);
-  })().catch((error: unknown) => {
-    deps.logger.warn('fetch failed while preparing the repository', { repo, error: String(error) });
-    progress.fail(
-      error instanceof Busy || error instanceof HttpError
-        ? error.message
-        : `narwal: the repository could not be prepared; retry the fetch (request ${request.requestId})`,
-    );
-  });
-  return {
-    status: 200,
-    headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
-    body: progress.body,
-  };
-}
-
-/** Runs upload-pack on a leased generation, streaming its answer; the lease goes when git exits. */
-async function startUploadPack(
-  deps: GitRouteDeps,
-  generation: Generation,
-  body: Readable,
-  options: UploadPackOptions,
-): Promise<CoreResponse> {
-  const { child, exit } = await spawnUploadPack(deps, generation, options);
-  options.packing?.(exit);
-  let inputError: Error | undefined;
-  onBodyError(body, (error) => {
-    inputError ??= error;
-    child.kill('SIGKILL');
-  });
-  child.stdin?.on('error', () => {});
-  body.pipe(child.stdin as NodeJS.WritableStream);
-  const first = await firstOutput(child, exit);
-  if (first.started && inputError === undefined) {
-    return {
-      status: 200,
-      headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
-      body: first.body,
-    };
-  }
-  if (inputError) throw inputError;
-  const finished = first.started ? await exit : first.exit;
-  if (finished.code === 0) {
-    return {
-      status: 200,
-      headers: { 'content-type': 'application/x-git-upload-pack-result', ...NO_CACHE },
-      body: Buffer.alloc(0),
-    };
-  }
-  throw gitRefused('upload-pack', finished.stderr);
-}
-
-export async function receivePack(
+export async function receivePackRoute(
   deps: GitRouteDeps,
   request: CoreRequest,
   repo: string,
@@ -389,43 +181,27 @@ export async function receivePack(
     );
   }
   const body = decodedBody(request, { maxBytes: deps.maxPushBytes, ...deps.bodyPace }, 'the push');
-  // A new repository is created only when the push is about to change a ref: a refused push
-  // (bad commands, a bad pack, invalid ref names) must leave nothing in the store.
-  const outcome = await runReceivePack(deps, {
-    repo,
-    loaded: loaded ?? unbornIndex(repo),
-    ...(loaded === null ? { create: () => createForPush(deps, repo) } : {}),
-    body,
-    // When git gave up before asking for a decision (a pack whose bases the node's objects lack,
-    // say, because the client read a newer index elsewhere), the next push reads the index first.
-    // git's probe POST before a large push ends the same way: its real POST pays that one read.
-    ...(recent ? { undecided: () => deps.wal.unconfirm(repo) } : {}),
-    owner: slotOwner(principal, request),
-    who: {
-      token: principal?.name ?? 'anonymous',
-      ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
-      ...(principal?.owner ? { owner: principal.owner } : {}),
-      ...(request.headers['user-agent'] ? { agent: request.headers['user-agent'].slice(0, 200) } : {}),
-      ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),
+  const answer = await receivePush(
+    { ...deps, clientMessage },
+    {
+      repo,
+      loaded,
+      body,
+      // When git gave up before asking for a decision (a pack whose bases the node's objects lack,
+      // say, because the client read a newer index elsewhere), the next push reads the index first.
+      // git's probe POST before a large push ends the same way: its real POST pays that one read.
+      ...(recent ? { undecided: () => deps.wal.unconfirm(repo) } : {}),
+      owner: slotOwner(principal, request),
+      who: {
+        token: principal?.name ?? 'anonymous',
+        ...(principal?.tokenId ? { tokenId: principal.tokenId } : {}),
+        ...(principal?.owner ? { owner: principal.owner } : {}),
+        ...(request.headers['user-agent'] ? { agent: request.headers['user-agent'].slice(0, 200) } : {}),
+        ...(request.remoteAddress ? { ip: request.remoteAddress } : {}),
+      },
     },
-  });
-  if (outcome.kind === 'stream') {
-    return {
-      status: 200,
-      headers: { 'content-type': 'application/x-git-receive-pack-result', ...NO_CACHE },
-      body: outcome.body,
-    };
-  }
-  if (outcome.inputError) return errorResponse(outcome.inputError, request.requestId, deps.logger);
-  if (outcome.exit.code === 0) {
-    // git's probe POST (a lone flush-pkt) and empty requests get an empty answer.
-    return {
-      status: 200,
-      headers: { 'content-type': 'application/x-git-receive-pack-result', ...NO_CACHE },
-      body: Buffer.alloc(0),
-    };
-  }
-  throw gitRefused('receive-pack', outcome.exit.stderr);
+  );
+  return { status: 200, headers: RESULT['git-receive-pack'], body: answer };
 }
 
 /** Reads the index and checks read access; anonymous users are asked for credentials. */
@@ -463,85 +239,9 @@ function authorizeWrite(repo: string, principal: Principal | null, loaded: Loade
   return loaded;
 }
 
-/** What a repository that does not exist yet looks like to receive-pack: no refs, no objects. */
-function unbornIndex(repo: string): LoadedIndex {
-  return { index: emptyIndex(repo, { public: false, now: new Date(0) }), etag: 'unborn' };
-}
-
-async function createForPush(deps: GitRouteDeps, repo: string): Promise<LoadedIndex> {
-  try {
-    const created = await deps.wal.createRepo(repo, { public: false });
-    deps.logger.info('repository created by push', { repo });
-    return created;
-  } catch (error) {
-    if (!(error instanceof RepoExists)) throw error;
-    const loaded = await deps.wal.readIndex(repo);
-    if (loaded === null) throw new HttpError(409, `narwal: repository ${repo} is being created; retry`);
-    return loaded;
-  }
-}
-
-interface UploadPackOptions {
-  /** The client's `Git-Protocol` header. */
-  readonly protocol: string | undefined;
-  /** Whom the git slot is counted against (see slotOwner). */
-  readonly owner: string;
-  /** More environment: NARWAL_CLONE_KEY names a full clone's pack for the pack cache hook. */
-  readonly env?: Record<string, string>;
-  /** Told when upload-pack of a full clone starts, with its exit. */
-  readonly packing?: (exit: Promise<unknown>) => void;
-}
-
-/** Starts upload-pack on a leased generation; the lease goes when git exits. */
-async function spawnUploadPack(
-  deps: GitRouteDeps,
-  generation: Generation,
-  options: UploadPackOptions,
-): Promise<{ child: ChildProcess; exit: Promise<ChildExit> }> {
-  // upload-pack runs the pack cache hook, if there is one, for what it packs.
-  if (deps.packObjectsHook !== null)
-    await deps.ensureHooks().catch(async (error: unknown) => {
-      await generation.release();
-      throw error;
-    });
-  const child = await spawnReleasing(
-    deps.git,
-    generation,
-    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', generation.dir],
-    { env: { ...gitProtocolEnv(options.protocol), ...options.env }, owner: options.owner },
-  );
-  const exit = childExit(child);
-  void exit.then(() => generation.release());
-  return { child, exit };
-}
-
-/** Spawns git for a leased generation, giving the lease back if git cannot even start. */
-async function spawnReleasing(
-  git: GitRunner,
-  generation: Generation | null,
-  args: string[],
-  options: { env: Record<string, string>; owner: string },
-): Promise<ChildProcess> {
-  try {
-    return await git.spawn(args, options);
-  } catch (error) {
-    await generation?.release();
-    throw error;
-  }
-}
-
 function requireContentType(request: CoreRequest, expected: string): void {
   const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== expected) throw badRequest(`narwal: expected Content-Type ${expected}`);
-}
-
-function gitRefused(service: string, stderr: string): HttpError {
-  const line = stderr
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '')
-    .pop();
-  return badRequest(`narwal: git ${service} refused the request${line ? `: ${line}` : ''}`);
 }
 
 /**
@@ -551,11 +251,6 @@ function gitRefused(service: string, stderr: string): HttpError {
 function slotOwner(principal: Principal | null, request: CoreRequest): string {
   if (principal !== null) return `token:${principal.tokenId ?? principal.name}`;
   return `address:${request.remoteAddress ?? 'unknown'}`;
-}
-
-/** The state a fetch reads: the current index, or the state after entry `at` (`REPO.git@SEQ`). */
-function targetFor(deps: GitRouteDeps, loaded: LoadedIndex, at: number | undefined): Promise<CacheTarget> {
-  return at === undefined ? Promise.resolve(deps.cache.target(loaded)) : deps.cache.targetAt(loaded, at);
 }
 
 function pastIsReadOnly(repo: string, at: number) {

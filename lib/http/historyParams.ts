@@ -1,8 +1,9 @@
 /** Parameters of the history routes (JSON API and monitor pages), checked the same way for both. */
 import type { Principal } from '../auth/Principal.js';
+import { readAll } from '../util/readAll.js';
 import type { Identity } from '../wal/types.js';
 import { badRequest, unsupportedMediaType } from './HttpError.js';
-import { type BodyPace, decodedBody, readAll } from './requestBody.js';
+import { type BodyPace, decodedBody } from './requestBody.js';
 import type { CoreRequest } from './types.js';
 
 /** A sequence number from a query or form field (a `#` in front is allowed). */

@@ -14,7 +14,7 @@ import { authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import { InvalidLfsRequest } from '../lfs/errors.js';
 import { type LfsLocks, ownerOf } from '../lfs/LfsLocks.js';
-import { RepoNotFound } from '../wal/Publisher.js';
+import { RepoNotFound } from '../wal/errors.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { methodNotAllowed, notFound } from './HttpError.js';

@@ -18,7 +18,8 @@ import { parseBatchRequest } from '../lfs/batch.js';
 import { InvalidLfsRequest, LfsObjectTooLarge } from '../lfs/errors.js';
 import { LfsObjects, type TransferLinks } from '../lfs/LfsObjects.js';
 import { isOid } from '../lfs/pointer.js';
-import { RepoNotFound } from '../wal/Publisher.js';
+import { readAll } from '../util/readAll.js';
+import { RepoNotFound } from '../wal/errors.js';
 import type { LoadedIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 import { baseUrl, type SiteAddress } from './baseUrl.js';
@@ -28,7 +29,7 @@ import { LFS_MEDIA_TYPE } from './errorResponse.js';
 import { HttpError, methodNotAllowed, notFound, unsupportedMediaType } from './HttpError.js';
 import { type LfsLockRouteDeps, lfsLockRoute } from './lfsLockRoutes.js';
 import { repoFromPath } from './repoPath.js';
-import { type BodyPace, decodedBody, readAll } from './requestBody.js';
+import { type BodyPace, decodedBody } from './requestBody.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
 export interface LfsRouteDeps extends SiteAddress, LfsLockRouteDeps {
@@ -44,8 +45,10 @@ const LFS_PATH = /^\/(.+)\.git\/info\/lfs(\/.*)?$/;
 /** A batch of 10,000 objects is about 1 MB of JSON. */
 const MAX_JSON_BYTES = 4 * 1024 * 1024;
 
-export function isLfsPath(path: string): boolean {
-  return LFS_PATH.test(path);
+/** The repository part (`OWNER/NAME`) and what follows `info/lfs` of an LFS path, or null. */
+export function lfsPathParts(path: string): { readonly repoPart: string; readonly rest: string } | null {
+  const match = LFS_PATH.exec(path);
+  return match ? { repoPart: match[1] ?? '', rest: match[2] ?? '' } : null;
 }
 
 /** Whether errors for this raw request path are answered in LFS's JSON format. */
@@ -56,12 +59,11 @@ export function isLfsRequest(rawPath: string): boolean {
 export async function lfsRoute(
   deps: LfsRouteDeps,
   request: CoreRequest,
-  path: string,
+  to: { readonly repoPart: string; readonly rest: string },
   principal: Principal | null,
 ): Promise<CoreResponse> {
-  const match = LFS_PATH.exec(path);
-  const repo = repoFromPath(match?.[1] ?? '');
-  const rest = match?.[2] ?? '';
+  const repo = repoFromPath(to.repoPart);
+  const rest = to.rest;
   if (rest === '/objects/batch') return batch(deps, request, repo, principal);
   const object = /^\/objects\/([^/]+)$/.exec(rest)?.[1];
   if (object !== undefined) return objectRoute(deps, request, repo, object, principal);

@@ -9,15 +9,10 @@ import {
 } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
+import { type RecyclingBody, recycles } from '../util/RecyclingBody.js';
 import { clientErrorResponse, connectRefused } from './errorResponse.js';
-import {
-  type CoreHandler,
-  type CoreRequest,
-  type CoreResponse,
-  type RecyclingBody,
-  recycles,
-} from './types.js';
+import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface NodeServerOptions {
   /** Slow clients are cut off: headers must arrive within this... */
@@ -141,7 +136,10 @@ async function serve(
     else if (recycles(response.body)) await writeRecycling(response.body, res);
     else await pipeline(response.body, res);
   } catch (error) {
-    logger.warn('response stream ended early', { requestId: request.requestId, error: String(error) });
+    logger.warn('response stream ended early', {
+      requestId: request.requestId,
+      error: serializeError(error),
+    });
   } finally {
     // Drain whatever the handler did not read, so the connection can be reused or closed cleanly
     // (git reads a 401 only after sending its body), but not from a client that stopped sending.

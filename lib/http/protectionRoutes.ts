@@ -9,7 +9,7 @@
  */
 import { authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
-import { changeProtection, readProtection } from '../policy/protection.js';
+import { changeProtection, readProtection } from '../history/protection.js';
 import { type ProtectionChange, parseRefPattern, parseRule, parseRules } from '../policy/protectionRules.js';
 import { InvalidRepoName, parseRepoName } from '../repoName.js';
 import type { Publisher } from '../wal/Publisher.js';

@@ -6,7 +6,6 @@
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { badRequest, HttpError, payloadTooLarge, requestTimeout, unsupportedMediaType } from './HttpError.js';
-import type { Reservation } from './MemoryBudget.js';
 import type { CoreRequest } from './types.js';
 
 /** How a client must keep sending a body while the server waits for it. */
@@ -61,17 +60,6 @@ export function decodedBody(request: CoreRequest, limits: BodyLimits, what: stri
   let body: Readable = request.body;
   for (const stage of stages) body = body.pipe(stage);
   return limit;
-}
-
-/**
- * Calls `listener` with the body's error, also when the body failed before anyone listened: the
- * handler awaits the index and the cache before it reads, and a body can fail meanwhile (bad
- * gzip, a limit, a client gone). A listener attached late would wait forever, and git with it.
- */
-export function onBodyError(body: Readable, listener: (error: Error) => void): void {
-  const already = body.errored;
-  if (already) queueMicrotask(() => listener(already));
-  else body.once('error', listener);
 }
 
 /** zlib's errors (Z_DATA_ERROR...) mean the client sent bad gzip; anything else is passed on. */
@@ -187,15 +175,4 @@ export class PaceLimit extends Transform {
       this.#waitingSince = undefined;
     }
   }
-}
-
-/** A (bounded) body read whole; each chunk is charged to `account` first, when given. */
-export async function readAll(body: Readable, account?: Reservation): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) {
-    const bytes = Buffer.from(chunk as Buffer);
-    account?.add(bytes.length);
-    chunks.push(bytes);
-  }
-  return Buffer.concat(chunks);
 }

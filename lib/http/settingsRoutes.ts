@@ -7,13 +7,14 @@
 import { authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import { changeSettings, parseSettingsChange, readSettings } from '../lfs/settings.js';
+import { readAll } from '../util/readAll.js';
 import type { Publisher } from '../wal/Publisher.js';
 import type { Wal } from '../wal/Wal.js';
 import { json } from './errorResponse.js';
 import { badRequest, methodNotAllowed, unsupportedMediaType } from './HttpError.js';
 import { whoOf } from './lfsLockRoutes.js';
 import { repoFromPath } from './repoPath.js';
-import { type BodyPace, decodedBody, readAll } from './requestBody.js';
+import { type BodyPace, decodedBody } from './requestBody.js';
 import type { CoreRequest, CoreResponse } from './types.js';
 
 export interface SettingsRouteDeps {

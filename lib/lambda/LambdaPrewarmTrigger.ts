@@ -7,7 +7,7 @@
  */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import type { PrewarmTrigger } from '../cache/prewarmTrigger.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import type { LoadedIndex } from '../wal/types.js';
 import { classifyLambdaError } from './classifyLambdaError.js';
 
@@ -50,7 +50,7 @@ export class LambdaPrewarmTrigger implements PrewarmTrigger {
     } catch (error) {
       const failure = classifyLambdaError(error, this.#functionName);
       // A hint lost is no harm; a deployment that can never invoke its prewarm function is.
-      const fields = { repo, kind: failure.kind, error: failure.message };
+      const fields = { repo, kind: failure.kind, error: serializeError(failure) };
       if (failure.kind === 'misconfigured') this.#logger.error('prewarm invoke failed', fields);
       else this.#logger.warn('prewarm invoke failed', fields);
     }

@@ -4,8 +4,9 @@
  * says who changed it and when, and a push is checked under the setting of the index it started
  * from.
  */
+
+import { RepoNotFound } from '../wal/errors.js';
 import type { Publisher } from '../wal/Publisher.js';
-import { RepoNotFound } from '../wal/Publisher.js';
 import type { Identity, RepoSettings } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
 

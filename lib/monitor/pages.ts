@@ -2,8 +2,8 @@
 import type { Diff, RewindResult } from '../history/History.js';
 import type { LogSlice } from '../history/logPage.js';
 import type { RefMove } from '../history/refMoves.js';
-import type { Identity, LogItem, RefUpdate, RefValue, RepoIndex } from '../wal/types.js';
-import { ZERO_OID } from '../wal/types.js';
+import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
+import type { Identity, LogItem, RefUpdate, RepoIndex } from '../wal/types.js';
 import { type Html, html, layout, plural, SIGN_IN, settingsText, shortOid, timeTag } from './html.js';
 
 export interface PageContext {

@@ -5,9 +5,8 @@
  * or a generation on the push's path. The POST still runs the real receive-pack on the generation
  * of the index it reads, which has every object these refs name.
  */
-import type { RefValue } from '../wal/types.js';
-import { ZERO_OID } from '../wal/types.js';
 import { encodePktLine, FLUSH_PKT } from './pktLine.js';
+import { type RefValue, ZERO_OID } from './refValue.js';
 
 /** What git's receive-pack advertises with receive.advertisePushOptions=true, before its agent. */
 const CAPABILITIES = [

@@ -1,5 +1,5 @@
 /**
- * Publishing pushes: the only writer of `index.json`.
+ * Publishing pushes: the only one that advances `index.json` (its CAS is Wal#swapIndex).
  *
  * Pushes to one repository from this process are group-committed: whoever is waiting when a CAS
  * finishes goes into the next one, each as its own entry with consecutive sequence numbers. So
@@ -17,7 +17,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Busy } from '../git/GitBudget.js';
 import {
   applyProtectionChange,
   type ProtectionChange,
@@ -26,10 +25,13 @@ import {
   sameRules,
 } from '../policy/protectionRules.js';
 import { pushRefNameProblem } from '../protocol/refName.js';
+import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import { isStoreError } from '../store/errors.js';
+import { Busy } from '../util/Busy.js';
 import { boundIndex, DEFAULT_INDEX_POLICY, type IndexPolicy, withCheckpointTable } from './boundIndex.js';
+import { OutcomeUnknown, RepoNotFound } from './errors.js';
 import { encodeJson, sha256 } from './indexCodec.js';
-import { entryKey, indexKey } from './keys.js';
+import { entryKey } from './keys.js';
 import { putImmutable } from './putImmutable.js';
 import { applyChanges } from './refRows.js';
 import type {
@@ -40,11 +42,10 @@ import type {
   LoadedIndex,
   LogItem,
   RefUpdate,
-  RefValue,
   RepoIndex,
   RewindInfo,
 } from './types.js';
-import { MAX_ITEM_UPDATES, ZERO_OID } from './types.js';
+import { MAX_ITEM_UPDATES } from './types.js';
 import type { Wal } from './Wal.js';
 
 export interface PushCommand {
@@ -198,24 +199,6 @@ export const DEFAULT_PUBLISHER_OPTIONS: PublisherOptions = {
   random: Math.random,
 };
 
-export class RepoNotFound extends Error {
-  readonly code = 'RepoNotFound';
-  constructor(readonly repo: string) {
-    super(`repository ${repo} does not exist`);
-  }
-}
-
-/** A CAS answered with an error and the index could not be read back: the push may or may not have landed. */
-export class OutcomeUnknown extends Error {
-  readonly code = 'OutcomeUnknown';
-  constructor(
-    readonly repo: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`the outcome of a push to ${repo} is unknown`, options);
-  }
-}
-
 interface Pending {
   readonly job: PushJob;
   /** Fixed when the push arrives, so its entry is the same object on every CAS attempt. */
@@ -237,6 +220,29 @@ interface Decision {
   readonly failure?: Error;
   /** A state change's decision, when it changes something. */
   readonly state?: StateDecision;
+}
+
+/** The state of one commit across its attempts. */
+interface Round {
+  readonly repo: string;
+  /** Every push this commit answers: the drain rejects them all if it throws. */
+  readonly arrived: Pending[];
+  /** The pushes still to decide (without those whose packs failed, with those that joined). */
+  batch: Pending[];
+  /** The index to decide against: known to this process, read now, or read beside a lost CAS. */
+  loaded: LoadedIndex | undefined;
+  /** Whether `loaded` was read during this commit: only such an index may refuse a ref. */
+  fresh: boolean;
+  /** Entry objects already written in this commit, so a retried CAS does not rewrite them. */
+  readonly written: Set<string>;
+}
+
+/** What a CAS is ready to swap in: the index it is made against and the one it writes. */
+interface Prepared {
+  readonly base: LoadedIndex;
+  readonly decisions: Decision[];
+  readonly items: LogItem[];
+  readonly next: RepoIndex;
 }
 
 export class Publisher {
@@ -280,110 +286,149 @@ export class Publisher {
     }
   }
 
+  /**
+   * Publishes `arrived` in one CAS, in named steps: load the index to decide against, prepare
+   * what the CAS will name (decide every push, write the entries and what keeps the index
+   * bounded), swap the index; after a lost race or an unknown outcome the next attempt loads
+   * again, and once the attempts are spent the pushes are given up as busy.
+   */
   async #commit(repo: string, arrived: Pending[]): Promise<void> {
-    let batch = arrived;
-    let loaded = this.#wal.knownIndex(repo);
-    let fresh = false;
-    // Entry objects already written in this commit, so a retried CAS does not rewrite them.
-    const written = new Set<string>();
+    const round: Round = {
+      repo,
+      arrived,
+      batch: arrived,
+      loaded: this.#wal.knownIndex(repo),
+      fresh: false,
+      written: new Set(),
+    };
     for (let attempt = 0; attempt < this.#options.maxAttempts; ) {
-      if (loaded === undefined) {
-        loaded = (await this.#wal.readIndexFully(repo)) ?? undefined;
-        if (loaded === undefined) throw new RepoNotFound(repo);
-        fresh = true;
-      }
-      const { decisions, head } = await this.#decide(loaded.index, batch);
-      // Refuse a ref only on a freshly read index: a stale guess may only lead to a failed CAS.
-      if (!fresh && decisions.some((d) => d.failure !== undefined || d.outcomes.some((o) => !o.ok))) {
-        loaded = undefined;
-        continue;
-      }
-      const publishing = decisions.filter((d) => d.publish);
-      if (publishing.length === 0) {
-        // No CAS will vouch for these answers, so they must come from a freshly read index.
-        if (!fresh) {
-          loaded = undefined;
-          continue;
-        }
-        for (const d of decisions) finish(d, { outcomes: d.outcomes, seq: null, loaded });
-        return;
-      }
-      const entries = entriesOf(loaded.index, publishing);
-      const items = entries.map((e) => e.item);
-      // The entries, the packs and whatever keeps the next index bounded (pages and chunks of
-      // items published before, tables of ref rows) are all written at once, before the CAS:
-      // none of them names another, so one round trip covers them all.
-      const [, , uploads, next] = await Promise.all([
-        this.#writeEntries(entries, written),
-        this.#writeStateObjects(publishing, written),
-        Promise.allSettled(publishing.map((d) => d.pending.job.stored)),
-        boundIndex(
-          this.#wal,
-          this.#wal.store,
-          loaded.index,
-          appendItems(loaded.index, publishing, items, head),
-          this.#options.policy,
-        ),
-      ]);
-      const failed = new Set<Pending>();
-      uploads.forEach((upload, i) => {
-        const pending = publishing[i]?.pending;
-        if (upload.status === 'rejected' && pending) {
-          pending.reject(upload.reason);
-          failed.add(pending);
-        }
-      });
-      if (failed.size > 0) {
-        // Decide again without them: the others' sequence numbers and refs may change.
-        batch = batch.filter((p) => !failed.has(p));
-        if (batch.length === 0) return;
-        continue;
-      }
+      const loaded = await this.#load(round);
+      const prepared = await this.#prepare(round, loaded);
+      if (prepared === 'done') return;
+      if (prepared === 'again') continue;
       attempt++;
-      const base = loaded;
-      const beside = this.#contended(repo) ? this.#wal.readIndex(repo).catch(() => null) : null;
-      try {
-        const { etag } = await this.#wal.store.put(indexKey(repo), encodeJson(next), {
-          ifMatch: loaded.etag,
-          contentType: 'application/json',
-        });
-        const landed = { index: next, etag };
-        this.#wal.remember(repo, landed);
-        this.#settle(decisions, items, landed);
-        this.#options.onPublished?.(repo, landed);
-        return;
-      } catch (error) {
-        if (isStoreError(error, 'PreconditionFailed') || isStoreError(error, 'ConditionalConflict')) {
-          this.#lostAt.set(repo, Date.now());
-          const [seen] = await Promise.all([beside, this.#backoff(attempt)]);
-          // The index read beside the CAS is fresh when it is not the one the CAS started from.
-          loaded = seen && seen.etag !== base.etag ? seen : undefined;
-          fresh = loaded !== undefined;
-          // Pushes that arrived meanwhile join the retry: it decides them all against the index
-          // that won, in one CAS, rather than leaving them to queue for another round of racing.
-          const joined = this.#queues.get(repo)?.splice(0) ?? [];
-          arrived.push(...joined);
-          batch = [...batch, ...joined];
-          continue;
-        }
-        if (!isStoreError(error, 'StoreUnavailable')) throw error;
-        // Outcome unknown: learn from the index whether our entries are in it.
-        loaded =
-          (await this.#readAfterUnknown(repo).catch((cause: unknown) => {
-            throw new OutcomeUnknown(repo, { cause });
-          })) ?? undefined;
-        if (loaded === undefined) throw new RepoNotFound(repo);
-        fresh = true;
-        if (await this.#contains(loaded.index, items)) {
-          this.#settle(decisions, items, loaded);
-          this.#options.onPublished?.(repo, loaded);
-          return;
-        }
-        await this.#backoff(attempt);
-      }
+      if (await this.#swap(round, prepared, attempt)) return;
     }
+    await this.#giveUp(round);
+  }
+
+  /** The index to decide against: the one in hand, else read now (fresh). */
+  async #load(round: Round): Promise<LoadedIndex> {
+    if (round.loaded === undefined) {
+      round.loaded = (await this.#wal.readIndexFully(round.repo)) ?? undefined;
+      if (round.loaded === undefined) throw new RepoNotFound(round.repo);
+      round.fresh = true;
+    }
+    return round.loaded;
+  }
+
+  /**
+   * Decides the batch against `loaded` and writes everything the CAS will name. 'done' when the
+   * batch is answered without a CAS (nothing to publish, or every push's packs failed), 'again'
+   * when it must be decided again (on a fresh index, or without pushes whose packs failed).
+   */
+  async #prepare(round: Round, loaded: LoadedIndex): Promise<Prepared | 'done' | 'again'> {
+    const { decisions, head } = await this.#decide(loaded.index, round.batch);
+    // Refuse a ref only on a freshly read index: a stale guess may only lead to a failed CAS.
+    if (!round.fresh && decisions.some((d) => d.failure !== undefined || d.outcomes.some((o) => !o.ok))) {
+      round.loaded = undefined;
+      return 'again';
+    }
+    const publishing = decisions.filter((d) => d.publish);
+    if (publishing.length === 0) {
+      // No CAS will vouch for these answers, so they must come from a freshly read index.
+      if (!round.fresh) {
+        round.loaded = undefined;
+        return 'again';
+      }
+      for (const d of decisions) finish(d, { outcomes: d.outcomes, seq: null, loaded });
+      return 'done';
+    }
+    const entries = entriesOf(loaded.index, publishing);
+    const items = entries.map((e) => e.item);
+    // The entries, the packs and whatever keeps the next index bounded (pages and chunks of
+    // items published before, tables of ref rows) are all written at once, before the CAS:
+    // none of them names another, so one round trip covers them all.
+    const [, , uploads, next] = await Promise.all([
+      this.#writeEntries(entries, round.written),
+      this.#writeStateObjects(publishing, round.written),
+      Promise.allSettled(publishing.map((d) => d.pending.job.stored)),
+      boundIndex(
+        this.#wal,
+        this.#wal.store,
+        loaded.index,
+        appendItems(loaded.index, publishing, items, head),
+        this.#options.policy,
+      ),
+    ]);
+    const failed = new Set<Pending>();
+    uploads.forEach((upload, i) => {
+      const pending = publishing[i]?.pending;
+      if (upload.status === 'rejected' && pending) {
+        pending.reject(upload.reason);
+        failed.add(pending);
+      }
+    });
+    if (failed.size > 0) {
+      // Decide again without them: the others' sequence numbers and refs may change.
+      round.batch = round.batch.filter((p) => !failed.has(p));
+      return round.batch.length === 0 ? 'done' : 'again';
+    }
+    return { base: loaded, decisions, items, next };
+  }
+
+  /**
+   * The CAS of the index (docs/architecture.md invariant 1). True when the batch is settled: the
+   * swap won, or its outcome was unknown and the index read back holds the entries. After a lost
+   * race the round holds the index read beside the CAS, if any, and the pushes that arrived
+   * meanwhile; after an unknown outcome, the index read back.
+   */
+  async #swap(round: Round, prepared: Prepared, attempt: number): Promise<boolean> {
+    const { repo } = round;
+    const { base, decisions, items, next } = prepared;
+    const beside = this.#contended(repo) ? this.#wal.readIndex(repo).catch(() => null) : null;
+    try {
+      const landed = await this.#wal.swapIndex(repo, next, base.etag);
+      this.#settle(decisions, items, landed);
+      this.#options.onPublished?.(repo, landed);
+      return true;
+    } catch (error) {
+      if (isStoreError(error, 'PreconditionFailed') || isStoreError(error, 'ConditionalConflict')) {
+        this.#lostAt.set(repo, this.#now());
+        const [seen] = await Promise.all([beside, this.#backoff(attempt)]);
+        // The index read beside the CAS is fresh when it is not the one the CAS started from.
+        round.loaded = seen && seen.etag !== base.etag ? seen : undefined;
+        round.fresh = round.loaded !== undefined;
+        // Pushes that arrived meanwhile join the retry: it decides them all against the index
+        // that won, in one CAS, rather than leaving them to queue for another round of racing.
+        const joined = this.#queues.get(repo)?.splice(0) ?? [];
+        round.arrived.push(...joined);
+        round.batch = [...round.batch, ...joined];
+        return false;
+      }
+      if (!isStoreError(error, 'StoreUnavailable')) throw error;
+      // Outcome unknown: learn from the index whether our entries are in it.
+      round.loaded =
+        (await this.#readAfterUnknown(repo).catch((cause: unknown) => {
+          throw new OutcomeUnknown(repo, { cause });
+        })) ?? undefined;
+      if (round.loaded === undefined) throw new RepoNotFound(repo);
+      round.fresh = true;
+      if (await this.#contains(round.loaded.index, items)) {
+        this.#settle(decisions, items, round.loaded);
+        this.#options.onPublished?.(repo, round.loaded);
+        return true;
+      }
+      await this.#backoff(attempt);
+      return false;
+    }
+  }
+
+  /** The attempts are spent: every push of the batch hears a retryable "busy". */
+  async #giveUp(round: Round): Promise<void> {
+    const { repo } = round;
     const busy = `narwal: busy: too many concurrent pushes to ${repo}; retry the push in a moment`;
-    for (const p of batch) {
+    for (const p of round.batch) {
       if (p.job.protection || p.job.change) {
         // No ref to refuse: the caller of a rule change hears a retryable error instead.
         p.reject(new Busy(busy));
@@ -393,7 +438,7 @@ export class Publisher {
       p.resolve({
         outcomes,
         seq: null,
-        loaded: loaded ?? (await this.#wal.readIndexFully(repo)) ?? missing(repo),
+        loaded: round.loaded ?? (await this.#wal.readIndexFully(repo)) ?? missing(repo),
       });
     }
   }
@@ -536,9 +581,14 @@ export class Publisher {
   #contended(repo: string): boolean {
     const lost = this.#lostAt.get(repo);
     if (lost === undefined) return false;
-    if (Date.now() - lost <= CONTENDED_MS) return true;
+    if (this.#now() - lost <= CONTENDED_MS) return true;
     this.#lostAt.delete(repo);
     return false;
+  }
+
+  /** The injected clock, in milliseconds. */
+  #now(): number {
+    return this.#options.now().getTime();
   }
 
   async #backoff(attempt: number): Promise<void> {

@@ -1,12 +1,16 @@
 /**
- * Reading a repository's log: the index, the refs it implies, and the items between two
- * sequence numbers. Writing is the Publisher's job; both share this view of the store.
+ * A repository's log in the store. It reads the index, the refs it implies and the items between
+ * two sequence numbers, and it makes the index's two kinds of write: the create-only first index
+ * of a new repository (createRepo) and the conditional swap that publishes (swapIndex). Deciding
+ * what to publish, and every other write that goes with it, is the Publisher's job.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import { isStoreError, NotFound } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { mapLimit } from '../util/mapLimit.js';
+import { RepoExists } from './errors.js';
 import { ImmutableCache } from './ImmutableCache.js';
 import { decodeImmutable, decodeIndex, emptyIndex, encodeJson } from './indexCodec.js';
 import { chunkKey, indexKey, pageKey } from './keys.js';
@@ -19,18 +23,10 @@ import type {
   LogPage,
   RefRow,
   RefTable,
-  RefValue,
   RepoIndex,
   TablePointer,
 } from './types.js';
-import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE, ZERO_OID } from './types.js';
-
-export class RepoExists extends Error {
-  readonly code = 'RepoExists';
-  constructor(repo: string) {
-    super(`repository ${repo} already exists`);
-  }
-}
+import { CHUNK_SIZE, chunkedUpTo, PAGE_SIZE } from './types.js';
 
 export class Wal {
   readonly store: ObjectStore;
@@ -40,9 +36,13 @@ export class Wal {
   /** When each known index was last confirmed current by a read or a write of this process. */
   readonly #confirmed = new Map<string, number>();
 
-  constructor(store: ObjectStore, immutable = new ImmutableCache()) {
+  /** The clock that dates confirmations (milliseconds). */
+  readonly #now: () => number;
+
+  constructor(store: ObjectStore, options: { immutable?: ImmutableCache; now?: () => number } = {}) {
     this.store = store;
-    this.#immutable = immutable;
+    this.#immutable = options.immutable ?? new ImmutableCache();
+    this.#now = options.now ?? Date.now;
   }
 
   /** Reads the current index (one conditional GET when this process has seen it before). */
@@ -55,7 +55,7 @@ export class Wal {
       );
       if (got.notModified) {
         if (known && known.etag === got.etag) {
-          this.#confirmed.set(repo, Date.now());
+          this.#confirmed.set(repo, this.#now());
           return known;
         }
         return this.readIndexFully(repo);
@@ -80,7 +80,7 @@ export class Wal {
   /** The known index if it was confirmed current within `maxAgeMs`. */
   recentIndex(repo: string, maxAgeMs: number): LoadedIndex | undefined {
     const at = this.#confirmed.get(repo);
-    return at !== undefined && Date.now() - at <= maxAgeMs ? this.#known.get(repo) : undefined;
+    return at !== undefined && this.#now() - at <= maxAgeMs ? this.#known.get(repo) : undefined;
   }
 
   /** Takes back the confirmation of the known index: the next `recentIndex` finds none. */
@@ -93,11 +93,27 @@ export class Wal {
     return this.#known.get(repo);
   }
 
+  /**
+   * Swaps in `next` as the index of `repo` if the index is still the one read with `etag` (the
+   * conditional PUT that publishes, docs/architecture.md invariant 1), and remembers it. A lost
+   * race throws the store's PreconditionFailed or ConditionalConflict; a StoreUnavailable leaves
+   * the outcome unknown. Only the Publisher calls it.
+   */
+  async swapIndex(repo: string, next: RepoIndex, etag: string): Promise<LoadedIndex> {
+    const put = await this.store.put(indexKey(repo), encodeJson(next), {
+      ifMatch: etag,
+      contentType: 'application/json',
+    });
+    const landed = { index: next, etag: put.etag };
+    this.remember(repo, landed);
+    return landed;
+  }
+
   remember(repo: string, loaded: LoadedIndex): void {
     const known = this.#known.get(repo);
     if (known === undefined || known.index.seq <= loaded.index.seq) {
       this.#known.set(repo, loaded);
-      this.#confirmed.set(repo, Date.now());
+      this.#confirmed.set(repo, this.#now());
     }
   }
 
@@ -106,7 +122,7 @@ export class Wal {
    * collides (409) or whose outcome is unknown (5xx) is settled by reading the index back.
    */
   async createRepo(repo: string, options: { public: boolean; now?: Date }): Promise<LoadedIndex> {
-    const index = emptyIndex(repo, { public: options.public, now: options.now ?? new Date() });
+    const index = emptyIndex(repo, { public: options.public, now: options.now ?? new Date(this.#now()) });
     const body = encodeJson(index);
     for (let attempt = 1; ; attempt++) {
       try {

@@ -2,7 +2,9 @@
  * Ref rows and their sorted merges: pure code over the table format of types.ts. Rows are sorted
  * in byte order of the UTF-8 name, as git sorts packed-refs.
  */
-import { type RefRow, type RefValue, ZERO_OID } from './types.js';
+
+import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
+import type { RefRow } from './types.js';
 
 const NON_BMP_OR_PRIVATE = /[\ud800-\uffff]/;
 

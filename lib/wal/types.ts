@@ -15,8 +15,6 @@
 
 import type { ProtectionRule } from '../policy/protectionRules.js';
 
-export const ZERO_OID = '0000000000000000000000000000000000000000';
-
 export interface RefUpdate {
   readonly ref: string;
   /** ZERO_OID when the ref is created. */
@@ -24,12 +22,6 @@ export interface RefUpdate {
   /** ZERO_OID when the ref is deleted. */
   readonly new: string;
   /** When `new` is an annotated tag: the object it peels to (never a tag). */
-  readonly peeled?: string;
-}
-
-/** A ref's value: the object it names and, for an annotated tag, what it peels to. */
-export interface RefValue {
-  readonly oid: string;
   readonly peeled?: string;
 }
 

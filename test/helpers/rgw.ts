@@ -6,7 +6,8 @@
  * Every run has its own cluster name, fsid, config file, ports and directory, so parallel test
  * files and concurrent checkouts never collide. Measured here (2 cores, Ceph 16.2.15): 1.7-2.5 s
  * from nothing to a usable S3 user once the Debian packages are installed (~7 s with three
- * clusters starting at once), and ~35 s to install the packages on a fresh machine.
+ * clusters starting at once), and ~35 s to install the packages on a fresh machine
+ * (systemPackages.ts installs them when missing).
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -16,6 +17,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ensureInstalled, RGW } from './systemPackages.js';
 
 const run = promisify(execFile);
 
@@ -26,10 +28,6 @@ export interface RgwEndpoint {
   stop(): Promise<void>;
 }
 
-/** Debian 12 packages providing radosgw, ceph-mon, ceph-osd, monmaptool, ceph and radosgw-admin. */
-export const RGW_APT_PACKAGES = ['radosgw', 'ceph-mon', 'ceph-osd', 'uuid-runtime'] as const;
-const REQUIRED_BINARIES = ['radosgw', 'radosgw-admin', 'ceph-mon', 'ceph-osd', 'monmaptool', 'ceph'];
-
 async function hasBinary(bin: string): Promise<boolean> {
   try {
     await run('sh', ['-c', `command -v ${bin}`]);
@@ -37,41 +35,6 @@ async function hasBinary(bin: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-async function missingBinaries(): Promise<string[]> {
-  const found = await Promise.all(REQUIRED_BINARIES.map(hasBinary));
-  return REQUIRED_BINARIES.filter((_, i) => !found[i]);
-}
-
-/**
- * Installs Ceph's radosgw and daemons from Debian when they are missing (about 35 s to 2 min), so
- * `npm test` passes on a fresh CI machine running as root. Parallel test workers serialise on a
- * flock and re-check under it, so only one of them runs apt-get.
- */
-export async function ensureRgwInstalled(): Promise<void> {
-  const missing = await missingBinaries();
-  if (missing.length === 0) return;
-  const command = `apt-get update && apt-get install -y --no-install-recommends ${RGW_APT_PACKAGES.join(' ')}`;
-  if (process.getuid?.() !== 0) {
-    throw new Error(
-      `Ceph RGW binaries missing (${missing.join(', ')}); install them as root with: ${command}`,
-    );
-  }
-  console.log(`[rgw] ${missing.join(', ')} not found: running \`${command}\` (takes a minute or two)`);
-  const started = Date.now();
-  const install =
-    'command -v radosgw >/dev/null && command -v ceph-osd >/dev/null && command -v ceph-mon >/dev/null || ' +
-    `{ apt-get update -q && apt-get install -y -q --no-install-recommends ${RGW_APT_PACKAGES.join(' ')}; }`;
-  await run('flock', [join(tmpdir(), 'narwal-apt-install.lock'), 'sh', '-c', install], {
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  const still = await missingBinaries();
-  if (still.length > 0) throw new Error(`[rgw] apt-get finished but ${still.join(', ')} still missing`);
-  console.log(
-    `[rgw] installed ${RGW_APT_PACKAGES.join(' ')} in ${Math.round((Date.now() - started) / 1000)} s`,
-  );
 }
 
 async function freePort(): Promise<number> {
@@ -134,7 +97,7 @@ osd crush update on start = false
 
 /** Starts a private Ceph RGW on 127.0.0.1 and creates an S3 user; `stop()` kills it and removes its files. */
 export async function startRgw(): Promise<RgwEndpoint> {
-  await ensureRgwInstalled();
+  await ensureInstalled(RGW);
   const started = Date.now();
   const dir = await mkdtemp(join(tmpdir(), 'narwal-rgw-'));
   const cluster = `narwal${randomBytes(4).toString('hex')}`;

@@ -134,7 +134,7 @@ describe('a cold cache', () => {
     expect(await cachedPacks(repo)).toEqual(made?.packs.map((p) => `${p}.pack`));
     const loaded = await server.app.wal.readIndexFully(repo);
     if (!loaded) throw new Error('no index');
-    const generation = await server.app.cache.read(server.app.cache.target(loaded));
+    const generation = await server.app.cache.leaseComplete(server.app.cache.target(loaded));
     try {
       const type = await gitOk(['--git-dir', generation.dir, 'cat-file', '-t', side], { home });
       expect(type.trim()).toBe('commit');

@@ -11,10 +11,10 @@ import { access, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPresence } from '../../lib/app.js';
 import { repoPartition, WRITER } from '../../lib/cache/leases.js';
 import { COMPLETE } from '../../lib/cache/RepoCache.js';
 import { loadConfig } from '../../lib/config.js';
+import { createPresenceStore } from '../../lib/presence/createPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { Wal } from '../../lib/wal/Wal.js';
 import { deleteInUse } from '../helpers/deleteInUse.js';
@@ -111,7 +111,7 @@ describe('a node frozen past its expiries, then thawed', () => {
 
     // A clone through C of a cold cache: C takes the writer lock and downloads. Freeze it there.
     // First A's prewarm after the last push finishes, lest it fill the cache again meanwhile.
-    const presence = await createPresence(loadConfig({}, { dataDir }));
+    const presence = await createPresenceStore(loadConfig({}, { dataDir }));
     const built = async () => {
       const repoDir = join(dataDir, 'cache', 'repos', 'freeze', 'app.git');
       for (const incarnation of await readdir(repoDir).catch(() => [])) {

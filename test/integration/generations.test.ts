@@ -75,15 +75,15 @@ for (const presence of ['local', 'dynamodb'] as const) {
         const work = await workRepo(home, 2);
         await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
         const before = await current(repo);
-        const first = await server.app.cache.read(server.app.cache.target(before));
-        const second = await server.app.cache.read(server.app.cache.target(before));
+        const first = await server.app.cache.leaseComplete(server.app.cache.target(before));
+        const second = await server.app.cache.leaseComplete(server.app.cache.target(before));
         expect(second.dir).toBe(first.dir);
         const oldHead = await revParse(first.dir, 'refs/heads/main');
 
         const newHead = await commitFile(work, home, 'later.txt', 'later\n');
         await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
         const after = await current(repo);
-        const third = await server.app.cache.read(server.app.cache.target(after));
+        const third = await server.app.cache.leaseComplete(server.app.cache.target(after));
         expect(third.dir).not.toBe(first.dir);
         expect(await revParse(third.dir, 'refs/heads/main')).toBe(newHead);
         // The old generation is immutable: its readers still see exactly the state they leased.
@@ -99,7 +99,7 @@ for (const presence of ['local', 'dynamodb'] as const) {
         await server.app.sweep();
         await expect(revParse(first.dir, 'refs/heads/main')).rejects.toThrow();
         // The newest generation stays while it is not idle.
-        const again = await server.app.cache.read(server.app.cache.target(after));
+        const again = await server.app.cache.leaseComplete(server.app.cache.target(after));
         expect(again.dir).toBe(third.dir);
         await again.release();
       });

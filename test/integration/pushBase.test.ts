@@ -28,7 +28,7 @@ async function settled(repo: string): Promise<LoadedIndex> {
   const loaded = await server.app.wal.readIndexFully(repo);
   if (!loaded) throw new Error(`no ${repo}`);
   // Reading completes the generation: the background prewarm is over (or done here).
-  await (await server.app.cache.read(server.app.cache.target(loaded))).release();
+  await (await server.app.cache.leaseComplete(server.app.cache.target(loaded))).release();
   return loaded;
 }
 

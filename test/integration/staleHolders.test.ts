@@ -7,10 +7,11 @@
 import { readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, createPresence } from '../../lib/app.js';
+import { createApp } from '../../lib/app.js';
 import { LAST_USED, sweepCache } from '../../lib/cache/evict.js';
 import { loadConfig } from '../../lib/config.js';
 import { silentLogger } from '../../lib/log.js';
+import { createPresenceStore } from '../../lib/presence/createPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { deleteInUse } from '../helpers/deleteInUse.js';
 import { Gate, gatedPresence, gatedStore } from '../helpers/gate.js';
@@ -52,11 +53,11 @@ describe('a writer-lock holder that was stopped and goes on', () => {
       await deleteInUse(join(dataDir, 'cache', 'repos'));
       const loaded = await frozen.wal.readIndex('stale/build');
       if (loaded === null) throw new Error('repository missing');
-      const reading = frozen.cache.read(frozen.cache.target(loaded));
+      const reading = frozen.cache.leaseComplete(frozen.cache.target(loaded));
       await gate.reached;
       // Meanwhile the repository's cache is evicted and another node starts its generation again.
       await deleteInUse(join(dataDir, 'cache', 'repos'));
-      const started = await other.app.cache.advertise(other.app.cache.target(loaded));
+      const started = await other.app.cache.leaseRefs(other.app.cache.target(loaded));
       await started.release();
       gate.release();
       const generation = await reading;
@@ -92,7 +93,7 @@ describe('a writer-lock holder that was stopped and goes on', () => {
       }
       // The sweeper judges the repository idle, then stops just before it takes the writer lock.
       const gate = new Gate((op, key) => op === 'tryCreate' && key.endsWith(' writer'));
-      const presence = gatedPresence(await createPresence(node.app.config), gate);
+      const presence = gatedPresence(await createPresenceStore(node.app.config), gate);
       const leases = { presence, owner: 'sweeper', ttlMs: 60_000, now: Date.now };
       const sweeping = sweepCache(node.app.config.cacheDir, leases, { idleMs: 1000, logger: silentLogger });
       await gate.reached;

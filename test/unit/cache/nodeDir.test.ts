@@ -137,3 +137,31 @@ describe('claimNodeDir', () => {
     expect(await names()).toEqual([]);
   });
 });
+
+describe('a node starting while the shared cache is deleted under it', () => {
+  it('claims its directory all the same', async () => {
+    root = await mkdtemp(join(tmpdir(), 'narwal-nodedir-'));
+    // Another node (or an operator) deletes the cache over and over while nodes start.
+    let deleting = true;
+    const deleter = (async () => {
+      while (deleting) {
+        // rm itself may trip over files made while it deletes (ENOTEMPTY): it tries again.
+        await rm(join(root, 'nodes'), { recursive: true, force: true }).catch(() => {});
+        await new Promise((done) => setImmediate(done));
+      }
+    })();
+    const failures: string[] = [];
+    try {
+      for (let i = 0; i < 200; i++) {
+        await claim(Date.now).then(
+          (node) => node.scratch(),
+          (error: Error) => failures.push(error.message),
+        );
+      }
+    } finally {
+      deleting = false;
+      await deleter;
+    }
+    expect(failures).toEqual([]);
+  });
+});

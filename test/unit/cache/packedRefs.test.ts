@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PACKED_REFS_HEADER, writePackedRefs } from '../../../lib/cache/packedRefs.js';
-import type { RefValue } from '../../../lib/wal/types.js';
+import type { RefValue } from '../../../lib/protocol/refValue.js';
 
 const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);

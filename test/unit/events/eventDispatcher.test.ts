@@ -65,7 +65,15 @@ describe('EventDispatcher', () => {
     sink.failures = 5;
     const stopped = await dispatcher(store, sink, 2).catchUp(REPO);
     expect(stopped).toEqual([
-      { sink: 'recorder', delivered: 0, cursor: 3, head: 4, error: 'recorder: scripted failure' },
+      {
+        sink: 'recorder',
+        delivered: 0,
+        cursor: 3,
+        head: 4,
+        error: 'recorder: scripted failure',
+        // What the logs write: the error's class and code, not its message alone.
+        cause: { name: 'DeliveryFailed', code: 'DeliveryFailed', message: 'recorder: scripted failure' },
+      },
     ]);
     sink.failures = 0;
     expect((await dispatcher(store, sink).catchUp(REPO))[0]).toMatchObject({ delivered: 1, cursor: 4 });

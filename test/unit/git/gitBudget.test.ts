@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Busy, GitBudget } from '../../../lib/git/GitBudget.js';
+import { GitBudget } from '../../../lib/git/GitBudget.js';
+import { Busy } from '../../../lib/util/Busy.js';
 
 /** Whether `promise` has settled after the microtask queue drains. */
 async function settled(promise: Promise<unknown>): Promise<boolean> {

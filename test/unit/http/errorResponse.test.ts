@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { AccessDenied } from '../../../lib/auth/AccessDenied.js';
-import { Busy } from '../../../lib/git/GitBudget.js';
 import { errorResponse } from '../../../lib/http/errorResponse.js';
 import { unauthorized } from '../../../lib/http/HttpError.js';
 import { silentLogger } from '../../../lib/log.js';
 import { PresenceUnavailable } from '../../../lib/presence/PresenceStore.js';
 import { ConditionalConflict, StoreUnavailable } from '../../../lib/store/errors.js';
+import { CacheChanged, GitRefused, RepoBeingCreated } from '../../../lib/transfer/errors.js';
+import { Busy } from '../../../lib/util/Busy.js';
 
 const answer = (error: unknown) => {
   const response = errorResponse(error, 'req-1', silentLogger);
@@ -51,5 +52,25 @@ describe('errorResponse for refused access', () => {
     expect(hidden.status).toBe(404);
     expect(hidden.text).toBe('narwal: repository a/b not found\n');
     expect(hidden.headers['www-authenticate']).toBeUndefined();
+  });
+});
+
+describe('errorResponse for the transfers', () => {
+  it('answers them as it did while they were HttpErrors of the git routes', () => {
+    const refused = answer(new GitRefused('upload-pack', 'fatal: protocol error\nfatal: bad want line\n'));
+    expect(refused).toMatchObject({
+      status: 400,
+      text: 'narwal: git upload-pack refused the request: fatal: bad want line\n',
+    });
+    const changed = answer(new CacheChanged());
+    expect(changed).toMatchObject({
+      status: 503,
+      text: 'narwal: the cache changed while the refs were read; retry\n',
+    });
+    expect(changed.headers['retry-after']).toBe('1');
+    expect(answer(new RepoBeingCreated('team/app'))).toMatchObject({
+      status: 409,
+      text: 'narwal: repository team/app is being created; retry\n',
+    });
   });
 });

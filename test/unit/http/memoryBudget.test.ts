@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Busy } from '../../../lib/git/GitBudget.js';
 import { MemoryBudget } from '../../../lib/http/MemoryBudget.js';
+import { Busy } from '../../../lib/util/Busy.js';
 
 describe('MemoryBudget', () => {
   it('charges bytes as they come, per client and in all, and gives them back once', () => {

@@ -8,8 +8,8 @@ import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeServer } from '../../../lib/http/nodeServer.js';
-import type { RecyclingBody } from '../../../lib/http/types.js';
 import { silentLogger } from '../../../lib/log.js';
+import type { RecyclingBody } from '../../../lib/util/RecyclingBody.js';
 
 const CHUNK = 256 * 1024;
 const CHUNKS = 64;

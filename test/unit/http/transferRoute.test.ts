@@ -8,8 +8,8 @@ import {
   RECENT_PUSHES,
   type RouteInput,
 } from '../../../lib/http/transferRoute.js';
+import { ZERO_OID } from '../../../lib/protocol/refValue.js';
 import type { LogItem, RepoIndex } from '../../../lib/wal/types.js';
-import { ZERO_OID } from '../../../lib/wal/types.js';
 
 const limits = { maxCloneBytes: 1000, maxPushBytes: 100 };
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { receivePackAdvertisement } from '../../../lib/protocol/receivePackAdvertisement.js';
-import type { RefValue } from '../../../lib/wal/types.js';
+import type { RefValue } from '../../../lib/protocol/refValue.js';
 import { expressBundle } from '../../helpers/clientRepos.js';
 import { git, gitOk, makeHome } from '../../helpers/gitClient.js';
 

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import type { RefValue } from '../../../lib/protocol/refValue.js';
 import { isStoreError } from '../../../lib/store/errors.js';
 import { FaultyObjectStore } from '../../../lib/store/FaultyObjectStore.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import { parseFaultSpec } from '../../../lib/store/faultSpec.js';
 import type { ObjectStore } from '../../../lib/store/ObjectStore.js';
-import { OutcomeUnknown, Publisher, type PublishResult, type PushJob } from '../../../lib/wal/Publisher.js';
-import type { LogItem, RefValue } from '../../../lib/wal/types.js';
-import { applyUpdates, RepoExists, Wal } from '../../../lib/wal/Wal.js';
+import { OutcomeUnknown, RepoExists } from '../../../lib/wal/errors.js';
+import { Publisher, type PublishResult, type PushJob } from '../../../lib/wal/Publisher.js';
+import type { LogItem } from '../../../lib/wal/types.js';
+import { applyUpdates, Wal } from '../../../lib/wal/Wal.js';
 import {
   CountingStore,
   cmd,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Publisher, RepoNotFound } from '../../../lib/wal/Publisher.js';
-import { RepoExists, Wal } from '../../../lib/wal/Wal.js';
+import { RepoExists, RepoNotFound } from '../../../lib/wal/errors.js';
+import { Publisher } from '../../../lib/wal/Publisher.js';
+import { Wal } from '../../../lib/wal/Wal.js';
 import { cmd, fsStore, oid, oidsOf, push, useTempRoots, ZERO_OID } from './walHelpers.js';
 
 const REPO = 'alice/proj';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changeProtection, RuleNotFound } from '../../../lib/policy/protection.js';
+import { changeProtection, RuleNotFound } from '../../../lib/history/protection.js';
 import { InvalidProtection, MAX_RULES } from '../../../lib/policy/protectionRules.js';
 import { Publisher } from '../../../lib/wal/Publisher.js';
 import type { LoadedIndex } from '../../../lib/wal/types.js';

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterEach } from 'vitest';
+import { ZERO_OID } from '../../../lib/protocol/refValue.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
 import type {
   GetOptions,
@@ -24,7 +25,6 @@ import type {
   StreamOptions,
 } from '../../../lib/store/ObjectStore.js';
 import type { PushCommand, PushJob } from '../../../lib/wal/Publisher.js';
-import { ZERO_OID } from '../../../lib/wal/types.js';
 
 export { ZERO_OID };
 

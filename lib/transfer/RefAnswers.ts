@@ -1,0 +1,68 @@
+/**
+ * What upload-pack answered about a repository state, kept in memory: a ref advertisement
+ * (v0/v1), an `ls-refs` answer (v2) or the v2 capability advertisement. A generation is built
+ * for exactly one state and never changes, so the same question about it always gets the same
+ * answer; a clone storm then starts one git process for its refs, not one per clone (starting a
+ * process costs the node's main thread about as much as sending the clone's whole pack).
+ *
+ * Only answers that were checked whole are kept (see checkedRefs.ts). Bounded by
+ * total bytes, least recently used first out.
+ */
+import { createHash } from 'node:crypto';
+
+export interface AnsweredState {
+  readonly repo: string;
+  /** The repository's incarnation: a deleted and recreated repository is another. */
+  readonly created: string;
+  /** The generation name, unique per state. */
+  readonly name: string;
+}
+
+export class RefAnswers {
+  readonly #maxBytes: number;
+  readonly #maxAnswerBytes: number;
+  readonly #answers = new Map<string, Buffer>();
+  #bytes = 0;
+
+  constructor(options: { maxBytes: number; maxAnswerBytes?: number }) {
+    this.#maxBytes = options.maxBytes;
+    this.#maxAnswerBytes = options.maxAnswerBytes ?? Math.floor(options.maxBytes / 8);
+  }
+
+  /** The key of one question: the state (null: not about any repository), and what was asked. */
+  static key(state: AnsweredState | null, question: string, protocol: string | undefined, request?: Buffer) {
+    const hash = createHash('sha256');
+    hash.update(state ? `${state.repo}\0${state.created}\0${state.name}` : '-');
+    hash.update(`\0${question}\0${protocol ?? ''}\0`);
+    if (request) hash.update(request);
+    return hash.digest('hex');
+  }
+
+  get(key: string): Buffer | undefined {
+    const answer = this.#answers.get(key);
+    if (answer === undefined) return undefined;
+    this.#answers.delete(key);
+    this.#answers.set(key, answer);
+    return answer;
+  }
+
+  set(key: string, answer: Buffer): void {
+    if (answer.length > this.#maxAnswerBytes) return;
+    const old = this.#answers.get(key);
+    if (old !== undefined) {
+      this.#answers.delete(key);
+      this.#bytes -= old.length;
+    }
+    this.#answers.set(key, answer);
+    this.#bytes += answer.length;
+    for (const [oldest, value] of this.#answers) {
+      if (this.#bytes <= this.#maxBytes) break;
+      this.#answers.delete(oldest);
+      this.#bytes -= value.length;
+    }
+  }
+
+  get size(): number {
+    return this.#answers.size;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * A fetch or clone (`POST git-upload-pack`): every read is answered from a generation built for
+ * exactly the index etag just read (docs/architecture.md invariant 5). Which way depends on the
+ * request and the cache:
+ *
+ * - a v2 `ls-refs`: the refs git listed for this state before, or git on its refs (lsRefs.ts);
+ * - a complete generation, no pack cache: upload-pack streams the request (streamUploadPack.ts);
+ * - a complete generation, pack cache on: an identical clone's pack, or upload-pack
+ *   (answerWithPackCache.ts);
+ * - a generation still to be completed: answered at once with progress when git's first bytes
+ *   are known, else after the wait (answerCold.ts).
+ */
+import { Readable } from 'node:stream';
+import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
+import { wantsProtocolV2 } from '../git/uploadPack.js';
+import type { Logger } from '../log.js';
+import { fullCloneOf } from '../protocol/fullClone.js';
+import { classifyUploadPackRequest } from '../protocol/uploadPackRequest.js';
+import { type ByteAccount, readAll } from '../util/readAll.js';
+import type { LoadedIndex } from '../wal/types.js';
+import { answerCold } from './answerCold.js';
+import { answerWithPackCache } from './answerWithPackCache.js';
+import type { ClonePacking } from './clonePack.js';
+import type { ClientMessage } from './errors.js';
+import { answerLsRefs } from './lsRefs.js';
+import type { RefAnswers } from './RefAnswers.js';
+import { streamUploadPack } from './streamUploadPack.js';
+import { type StateTargets, targetFor } from './targetFor.js';
+import type { UploadPackDeps } from './uploadPackChild.js';
+
+/** The cache as a fetch uses it (RepoCache). */
+export interface FetchCache extends StateTargets {
+  /** Whether the generation of `target` is complete already (a reader will not wait for it). */
+  isComplete(target: CacheTarget): Promise<boolean>;
+  leaseRefs(target: CacheTarget): Promise<Generation>;
+  leaseComplete(target: CacheTarget, progress?: Progress): Promise<Generation>;
+}
+
+export interface FetchDeps extends UploadPackDeps {
+  readonly cache: FetchCache;
+  /** Answers upload-pack gave about immutable states, for the same questions again. */
+  readonly refAnswers: RefAnswers;
+  /** Full clones being packed by this node's upload-packs, for identical ones to wait on. */
+  readonly clonePacking: Pick<ClonePacking, 'open'>;
+  readonly logger: Logger;
+  readonly clientMessage: ClientMessage;
+}
+
+export interface FetchRequest {
+  /** The index read (and authorized) for this request. */
+  readonly loaded: LoadedIndex;
+  /** The entry of a fetch of the past (`REPO.git@SEQ`). */
+  readonly at?: number | undefined;
+  /** The request body, decoded and bounded. */
+  readonly body: Readable;
+  /** The client's `Git-Protocol` header. */
+  readonly protocol: string | undefined;
+  /** Whom the git slots are counted against (see GitSpawnOptions.owner). */
+  readonly owner: string;
+  /** Where the request bytes read into memory are charged. */
+  readonly memory: ByteAccount;
+  readonly requestId: string;
+}
+
+/** The answer to a fetch: git's, or narwal's in git's words. */
+export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promise<Readable | Buffer> {
+  const { body, protocol, owner, memory } = request;
+  const target = await targetFor(deps.cache, request.loaded, request.at);
+  const v2 = wantsProtocolV2(protocol);
+  // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs.ts).
+  const early = v2 ? await readAll(body, memory) : null;
+  if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
+    return answerLsRefs(deps, target, early, { protocol, owner });
+  }
+  const complete = await deps.cache.isComplete(target);
+  if (complete && deps.packObjectsHook === null) {
+    const generation = await deps.cache.leaseComplete(target);
+    return streamUploadPack(deps, generation, early ? Readable.from([early]) : body, { protocol, owner });
+  }
+  // The request is small: read it to learn what it needs.
+  const bytes = early ?? (await readAll(body, memory));
+  const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
+  const env: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
+  if (complete) return answerWithPackCache(deps, target, bytes, clone, { protocol, owner, env });
+  return answerCold(deps, target, bytes, { protocol, owner, env, v2, requestId: request.requestId });
+}

@@ -1,0 +1,39 @@
+/** The transfers' failures; lib/http/errorResponse.ts turns each into its answer. */
+
+/** git refused the request (it exited non-zero without answering): its last line of stderr says why. */
+export class GitRefused extends Error {
+  readonly code = 'GitRefused';
+  constructor(service: string, stderr: string) {
+    const line = stderr
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '')
+      .pop();
+    super(`narwal: git ${service} refused the request${line ? `: ${line}` : ''}`);
+  }
+}
+
+/**
+ * The generation was deleted while git listed its refs: git lists a directory without packed-refs
+ * as no refs at all, which a client would take for the repository's state. Retryable.
+ */
+export class CacheChanged extends Error {
+  readonly code = 'CacheChanged';
+  constructor() {
+    super('narwal: the cache changed while the refs were read; retry');
+  }
+}
+
+/** A push found its repository created by another request that has not published its index yet. */
+export class RepoBeingCreated extends Error {
+  readonly code = 'RepoBeingCreated';
+  constructor(repo: string) {
+    super(`narwal: repository ${repo} is being created; retry`);
+  }
+}
+
+/**
+ * The words a failure from outside the transfer (the request body, say) has for the client, or
+ * undefined when it has none: the adapter that made the failure knows (lib/http/gitRoutes.ts).
+ */
+export type ClientMessage = (error: unknown) => string | undefined;

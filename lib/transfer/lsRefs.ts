@@ -1,0 +1,31 @@
+import type { CacheTarget, Generation } from '../cache/RepoCache.js';
+import { checkedRefs } from './checkedRefs.js';
+import { RefAnswers } from './RefAnswers.js';
+import { spawnUploadPack, type UploadPackDeps } from './uploadPackChild.js';
+
+export interface LsRefsDeps extends UploadPackDeps {
+  readonly cache: { leaseRefs(target: CacheTarget): Promise<Generation> };
+  readonly refAnswers: RefAnswers;
+}
+
+/**
+ * A v2 `ls-refs` about `target`: the answer git gave to the same request about the same state, or
+ * git's answer on a generation whose refs are written, whole once checked (checkedRefs.ts).
+ */
+export async function answerLsRefs(
+  deps: LsRefsDeps,
+  target: CacheTarget,
+  request: Buffer,
+  options: { readonly protocol: string | undefined; readonly owner: string },
+): Promise<Buffer> {
+  const key = RefAnswers.key(target, 'ls-refs', options.protocol, request);
+  const known = deps.refAnswers.get(key);
+  if (known !== undefined) return known;
+  const generation = await deps.cache.leaseRefs(target);
+  const { child, exit } = await spawnUploadPack(deps, generation, options);
+  child.stdin?.on('error', () => {});
+  child.stdin?.end(request);
+  const refs = await checkedRefs(child, exit, generation, 'upload-pack');
+  deps.refAnswers.set(key, refs);
+  return refs;
+}

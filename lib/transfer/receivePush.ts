@@ -1,0 +1,444 @@
+/**
+ * A push: the real `git receive-pack --stateless-rpc` receives and validates the pack
+ * (index-pack --strict, connectivity) and writes report-status; narwal decides every ref update
+ * through git's proc-receive hook (receive.procReceiveRefs=refs hands all of them to it), so that
+ * the entry is published - packs uploaded, entry written, index CAS won - before git can report
+ * `ok` for any ref (docs/architecture.md invariant 1).
+ *
+ * The hook itself is a two-line shell relay (git/hookScript.ts): receive-pack's children inherit
+ * fd 3, a socketpair to this process, so the decision runs here with the store clients, caches
+ * and group commit of this node, and no extra runtime starts per push.
+ */
+import type { Duplex, Readable } from 'node:stream';
+import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
+import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
+import { fastForwards, pairKey } from '../git/fastForwards.js';
+import type { GitRunner } from '../git/GitRunner.js';
+import { peelTags } from '../git/peelTags.js';
+import { receivePackConfig } from '../git/receivePackConfig.js';
+import { createEmptyBase, createScratchRepo, type ReceivedPack } from '../git/scratchRepo.js';
+import { type Logger, serializeError } from '../log.js';
+import { matchesRef, type ProtectionRule } from '../policy/protectionRules.js';
+import {
+  type ProcReceiveCommand,
+  type ProcReceiveResult,
+  serveProcReceive,
+} from '../protocol/procReceive.js';
+import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
+import { isStoreError } from '../store/errors.js';
+import type { ObjectStore } from '../store/ObjectStore.js';
+import { onBodyError } from '../util/onBodyError.js';
+import { OutcomeUnknown, RepoExists, RepoNotFound } from '../wal/errors.js';
+import { emptyIndex } from '../wal/indexCodec.js';
+import { packKey } from '../wal/keys.js';
+import { type PublishResult, type PushJob, type RefOutcome, refusedOnEmptyRepo } from '../wal/Publisher.js';
+import { putImmutable } from '../wal/putImmutable.js';
+import type { Identity, LoadedIndex } from '../wal/types.js';
+import { answerWhilePreparing } from './answerWhilePreparing.js';
+import { type ClientMessage, GitRefused, RepoBeingCreated } from './errors.js';
+import { spoolBody } from './spoolBody.js';
+
+/** The cache as a push uses it (RepoCache). */
+export interface PushCache {
+  target(loaded: LoadedIndex): CacheTarget;
+  isComplete(target: CacheTarget): Promise<boolean>;
+  leaseComplete(target: CacheTarget, progress?: Progress): Promise<Generation>;
+  /** A complete generation a few entries older whose object store holds the newer packs, or null. */
+  nearlyComplete(target: CacheTarget): Promise<Generation | null>;
+  /** Adds packs this node received (a push it published) without downloading them again. */
+  adoptPacks(repo: string, created: string, packs: readonly ReceivedPack[]): Promise<void>;
+}
+
+export interface PushDeps {
+  readonly git: GitRunner;
+  readonly cache: PushCache;
+  readonly publisher: { publish(job: PushJob): Promise<PublishResult> };
+  /** Creates the repository a push is the first to; reads it when a racing push created it. */
+  readonly wal: {
+    createRepo(repo: string, options: { public: boolean }): Promise<LoadedIndex>;
+    readIndex(repo: string): Promise<LoadedIndex | null>;
+  };
+  readonly store: ObjectStore;
+  readonly hooksDir: string;
+  /**
+   * Puts back hooks that have gone from `hooksDir` (and the pack cache hook, when used); cheap
+   * when they are there. Called before each git that runs them.
+   */
+  readonly ensureHooks: () => Promise<void>;
+  /** The node's scratch directory, made sure to exist and to be its own (cache/nodeDir.ts). */
+  readonly scratchRoot: () => Promise<string>;
+  readonly maxHeadBytes: number;
+  readonly maxCommands: number;
+  readonly logger: Logger;
+  /** Hints after a publish (prewarm the next generation, maybe checkpoint); never awaited by the push. */
+  readonly afterPublish: (repo: string, loaded: LoadedIndex) => void;
+  readonly clientMessage: ClientMessage;
+  /** Looks at the push's new objects before it is published (Git LFS pointers). */
+  readonly pushObjects?: PushObjectCheck;
+}
+
+/** What a look at a push's new objects finds (lib/lfs/pushCheck.ts). */
+export interface PushObjectCheck {
+  check(push: {
+    readonly repo: string;
+    readonly dir: string;
+    readonly packs: readonly { readonly idxPath: string }[];
+    readonly commands: readonly { readonly ref: string; readonly newOid: string }[];
+    /** Refuse refs (else only record what the objects point at). */
+    readonly enforce: boolean;
+  }): Promise<{
+    /** Git LFS objects the new objects point at: the entry records them. */
+    readonly pointers: readonly string[];
+    /** Refused refs, and why. */
+    readonly refused: ReadonlyMap<string, string>;
+  }>;
+}
+
+export interface PushRequest {
+  readonly repo: string;
+  /**
+   * The index the client's advertisement came from, or null when the repository does not exist
+   * yet: the push then creates it, once a command would change a ref, so a refused push (bad
+   * commands, a bad pack, invalid ref names) leaves nothing in the store.
+   */
+  readonly loaded: LoadedIndex | null;
+  /** The request body, decoded and bounded. */
+  readonly body: Readable;
+  readonly who: Identity;
+  /** Whom receive-pack's git slot is counted against (see GitSpawnOptions.owner). */
+  readonly owner: string;
+  /** Called when git exits without asking narwal to decide the push's commands. */
+  readonly undecided?: () => void;
+}
+
+/** A push as receive-pack runs it: the index it starts from, and how to create the repository. */
+interface Received extends Omit<PushRequest, 'loaded'> {
+  readonly loaded: LoadedIndex;
+  readonly create?: () => Promise<LoadedIndex>;
+}
+
+type ReceiveOutcome =
+  | { readonly kind: 'stream'; readonly body: Readable }
+  | { readonly kind: 'refused'; readonly exit: ChildExit; readonly inputError?: Error };
+
+/**
+ * Runs a push and returns git's answer. When the repository's cache must be prepared first (a
+ * cold cache), the body is spooled to disk meanwhile - so git finishes sending and reads the
+ * answer - and, when the client takes sideband messages, the answer starts at once with the
+ * preparation's progress. A request git refuses without answering throws (GitRefused, or the
+ * body's own error).
+ */
+export async function receivePush(deps: PushDeps, request: PushRequest): Promise<Readable | Buffer> {
+  const { loaded } = request;
+  const received: Received =
+    loaded === null
+      ? { ...request, loaded: unbornIndex(request.repo), create: () => createForPush(deps, request.repo) }
+      : { ...request, loaded };
+  return answerOf(await receive(deps, received));
+}
+
+/** git's answer, or why there is none. */
+function answerOf(outcome: ReceiveOutcome): Readable | Buffer {
+  if (outcome.kind === 'stream') return outcome.body;
+  if (outcome.inputError) throw outcome.inputError;
+  // git's probe POST (a lone flush-pkt) and empty requests get an empty answer.
+  if (outcome.exit.code === 0) return Buffer.alloc(0);
+  throw new GitRefused('receive-pack', outcome.exit.stderr);
+}
+
+async function receive(deps: PushDeps, request: Received): Promise<ReceiveOutcome> {
+  // A repository that does not exist yet has nothing to prepare and must not get a cache entry.
+  if (request.create) return receiveInto(deps, request, await createEmptyBase(await deps.scratchRoot()));
+  // The generation of the index the client's advertisement came from (or a newer one): its
+  // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
+  const target = deps.cache.target(request.loaded);
+  if (await deps.cache.isComplete(target)) {
+    return receiveInto(deps, request, await deps.cache.leaseComplete(target));
+  }
+  const near = await deps.cache.nearlyComplete(target);
+  if (near) return receiveInto(deps, request, near);
+  const spool = await spoolBody(request.body, await deps.scratchRoot(), {
+    maxHeadBytes: deps.maxHeadBytes,
+    maxCommands: deps.maxCommands,
+  });
+  try {
+    const head = await spool.head;
+    const sideband = head.capabilities.includes('side-band-64k') && !head.capabilities.includes('quiet');
+    if (!sideband || head.commands.length === 0) {
+      const generation = await deps.cache.leaseComplete(target);
+      await spool.done;
+      return await receiveInto(deps, { ...request, body: await spool.open() }, generation, spool.remove);
+    }
+    const body = answerWhilePreparing(
+      {
+        prefix: Buffer.alloc(0),
+        prepare: (progress) => deps.cache.leaseComplete(target, progress),
+        answer: async (generation, answer) => {
+          await spool.done;
+          const outcome = await receiveInto(
+            deps,
+            { ...request, body: await spool.open() },
+            generation,
+            spool.remove,
+          );
+          if (outcome.kind === 'stream') await answer.relay(outcome.body);
+          else
+            answer.fail(
+              outcome.inputError?.message ?? `narwal: ${lastLine(outcome.exit.stderr) ?? 'push refused'}`,
+            );
+        },
+      },
+      {
+        logger: deps.logger,
+        event: 'push failed while preparing the repository',
+        repo: request.repo,
+        clientMessage: deps.clientMessage,
+        otherwise: 'narwal: the repository could not be prepared, the push was not recorded; retry the push',
+        cleanup: spool.remove,
+      },
+    );
+    return { kind: 'stream', body };
+  } catch (error) {
+    await spool.remove();
+    throw error;
+  }
+}
+
+async function receiveInto(
+  deps: PushDeps,
+  request: Received,
+  generation: Pick<Generation, 'dir' | 'objects' | 'release'>,
+  cleanup: () => Promise<void> = async () => {},
+): Promise<ReceiveOutcome> {
+  const { repo } = request;
+  let scratch: Awaited<ReturnType<typeof createScratchRepo>>;
+  try {
+    scratch = await createScratchRepo(await deps.scratchRoot(), generation);
+  } catch (error) {
+    await Promise.all([generation.release(), cleanup()]);
+    throw error;
+  }
+  let child: Awaited<ReturnType<GitRunner['spawn']>>;
+  try {
+    await deps.ensureHooks();
+    child = await deps.git.spawn(
+      [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc', scratch.dir],
+      {
+        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+        owner: request.owner,
+      },
+    );
+  } catch (error) {
+    await Promise.all([scratch.remove(), generation.release(), cleanup()]);
+    throw error;
+  }
+  const exit = childExit(child);
+  let decided = false;
+  void exit.then(() => {
+    if (!decided) request.undecided?.();
+    return Promise.all([scratch.remove(), generation.release(), cleanup()]);
+  });
+
+  const channel = child.stdio[3] as Duplex;
+  const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
+    decided = true;
+    const atomic = capabilities.includes('atomic');
+    // git hands the hook only the commands it did not refuse itself (a failed connectivity check,
+    // "missing necessary objects", refuses one ref), and then reports its own refusals beside the
+    // hook's answers: an atomic push missing any of its commands fails whole here, since its refs
+    // land all together or not at all (docs/architecture.md invariant 6). git 2.39's receive-pack
+    // would update the others.
+    const requested = parser.head?.commands.length ?? commands.length;
+    if (atomic && commands.length < requested)
+      return commands.map(
+        (c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason: 'atomic push failure' }),
+      );
+    try {
+      // Refs refused for what their new objects point at (Git LFS objects the store lacks) are
+      // decided before anything is created or published; an atomic push then lands nothing.
+      const objects = await deps.pushObjects?.check({
+        repo,
+        dir: scratch.dir,
+        packs: commands.some((c) => !/^0+$/.test(c.newOid)) ? await scratch.packs() : [],
+        commands,
+        enforce: request.loaded.index.settings?.lfsPushCheck !== false,
+      });
+      const refusedRefs = objects?.refused ?? new Map<string, string>();
+      const refusedHere = commands
+        .filter((c) => refusedRefs.has(c.ref))
+        .map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason: refusedRefs.get(c.ref) ?? '' }));
+      const accepted = commands.filter((c) => !refusedRefs.has(c.ref));
+      if (refusedHere.length > 0 && (atomic || accepted.length === 0))
+        return commands.map(
+          (c): ProcReceiveResult => ({
+            ref: c.ref,
+            ok: false,
+            reason: refusedRefs.get(c.ref) ?? 'atomic push failure',
+          }),
+        );
+      let created = request.loaded.index.created;
+      if (request.create) {
+        const refused = refusedOnEmptyRepo(accepted, atomic);
+        if (refused) return [...refusedHere, ...refused.map(resultOf)];
+        created = (await request.create()).index.created;
+      }
+      const published = await publishPush(deps, {
+        repo,
+        created,
+        commands: accepted,
+        atomic,
+        who: request.who,
+        scratch,
+        git: deps.git,
+        rules: request.loaded.index.protection,
+        ...(objects ? { pointers: objects.pointers } : {}),
+      });
+      return [...refusedHere, ...published];
+    } catch (error) {
+      // Nothing was published (or its outcome could not be learned): no ref may report ok.
+      deps.logger.error('push not published', { repo, error: serializeError(error) });
+      const reason = refusalFor(error);
+      return commands.map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason }));
+    }
+  };
+  const hook = serveProcReceive(channel, decide).catch((error: unknown) => error);
+  void exit.then(() => channel.destroy());
+
+  let inputError: Error | undefined;
+  const parser = new ReceivePackHeadParser({
+    maxHeadBytes: deps.maxHeadBytes,
+    maxCommands: deps.maxCommands,
+  });
+  const fail = (error: Error) => {
+    inputError ??= error;
+    child.kill('SIGKILL');
+  };
+  onBodyError(request.body, fail);
+  parser.once('error', fail);
+  child.stdin?.on('error', () => {});
+  request.body.pipe(parser).pipe(child.stdin as NodeJS.WritableStream);
+
+  const first = await firstOutput(child, exit);
+  if (inputError === undefined && first.started) return { kind: 'stream', body: first.body };
+  await hook;
+  const finished = first.started ? await exit : first.exit;
+  return { kind: 'refused', exit: finished, ...(inputError ? { inputError } : {}) };
+}
+
+async function publishPush(
+  deps: PushDeps,
+  push: {
+    repo: string;
+    created: string;
+    commands: ProcReceiveCommand[];
+    atomic: boolean;
+    who: Identity;
+    scratch: { dir: string; packs(): Promise<ReceivedPack[]> };
+    git: GitRunner;
+    rules: readonly ProtectionRule[] | undefined;
+    /** The Git LFS objects the push's new objects point at, once they were looked for. */
+    pointers?: readonly string[];
+  },
+): Promise<ProcReceiveResult[]> {
+  const live = push.commands.filter((c) => !/^0+$/.test(c.newOid));
+  const packs = live.length > 0 ? await push.scratch.packs() : [];
+  // Uploaded while the publisher decides and writes the entry; its CAS waits for them.
+  const stored = Promise.all(
+    packs.flatMap((p) => [
+      putImmutable(deps.store, packKey(push.repo, p.name, 'pack'), { path: p.packPath, size: p.packSize }),
+      putImmutable(deps.store, packKey(push.repo, p.name, 'idx'), { path: p.idxPath, size: p.idxSize }),
+    ]),
+  ).then(() => {});
+  stored.catch(() => {});
+  const [peeled, forwards] = await Promise.all([
+    peelTags(
+      push.git,
+      push.scratch.dir,
+      live.map((c) => c.newOid),
+    ),
+    // Protection rules may deny force-pushes: whether each update is one is a question for git,
+    // asked only about the refs such a rule of the index the push started from names. Should the
+    // rules change before the CAS, the publisher refuses an unanswered one with "push again".
+    fastForwards(
+      push.git,
+      push.scratch.dir,
+      push.commands.filter((c) => push.rules?.some((r) => r.denyForce && matchesRef(r.pattern, c.ref))),
+    ),
+  ]);
+  const result = await deps.publisher.publish({
+    repo: push.repo,
+    commands: push.commands.map((c) => {
+      const target = peeled.get(c.newOid);
+      const fastForward = forwards.get(pairKey(c));
+      return {
+        ref: c.ref,
+        oldOid: c.oldOid,
+        newOid: c.newOid,
+        ...(target ? { peeled: target } : {}),
+        ...(fastForward !== undefined ? { fastForward } : {}),
+      };
+    }),
+    atomic: push.atomic,
+    who: push.who,
+    packs: packs.map((p) => p.name),
+    bytes: packs.reduce((sum, p) => sum + p.packSize, 0),
+    stored,
+    ...(push.pointers && packs.length > 0 ? { lfs: push.pointers } : {}),
+  });
+  if (result.seq !== null) {
+    // Published: from here on nothing may turn the outcome into a refusal. Adopting the packs only
+    // saves the cache a download (its directory may have been deleted under it, for instance).
+    try {
+      await deps.cache.adoptPacks(push.repo, push.created, packs);
+    } catch (error) {
+      deps.logger.warn('packs of a published push not adopted by the cache', {
+        repo: push.repo,
+        error: serializeError(error),
+      });
+    }
+    deps.afterPublish(push.repo, result.loaded);
+  }
+  return result.outcomes.map(resultOf);
+}
+
+function resultOf(o: RefOutcome): ProcReceiveResult {
+  return o.ok ? { ref: o.ref, ok: true } : { ref: o.ref, ok: false, reason: o.reason };
+}
+
+/** What a repository that does not exist yet looks like to receive-pack: no refs, no objects. */
+function unbornIndex(repo: string): LoadedIndex {
+  return { index: emptyIndex(repo, { public: false, now: new Date(0) }), etag: 'unborn' };
+}
+
+async function createForPush(deps: PushDeps, repo: string): Promise<LoadedIndex> {
+  try {
+    const created = await deps.wal.createRepo(repo, { public: false });
+    deps.logger.info('repository created by push', { repo });
+    return created;
+  } catch (error) {
+    if (!(error instanceof RepoExists)) throw error;
+    const loaded = await deps.wal.readIndex(repo);
+    if (loaded === null) throw new RepoBeingCreated(repo);
+    return loaded;
+  }
+}
+
+function lastLine(text: string): string | undefined {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .pop();
+}
+
+function refusalFor(error: unknown): string {
+  if (error instanceof RepoNotFound) return 'narwal: the repository was deleted during the push';
+  if (error instanceof OutcomeUnknown) {
+    return 'narwal: storage failed while recording the push and its outcome is unknown; fetch to see whether it landed';
+  }
+  if (isStoreError(error))
+    return 'narwal: storage busy or unavailable, the push was not recorded; retry the push';
+  // A refusal meant for the client (the repository is still being created) keeps its words.
+  if (error instanceof RepoBeingCreated) return error.message;
+  return 'narwal: internal error, the push was not recorded; retry the push';
+}

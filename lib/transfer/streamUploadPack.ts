@@ -1,0 +1,34 @@
+import type { Readable } from 'node:stream';
+import type { Generation } from '../cache/RepoCache.js';
+import { firstOutput } from '../git/childOutput.js';
+import { onBodyError } from '../util/onBodyError.js';
+import { GitRefused } from './errors.js';
+import { spawnUploadPack, type UploadPackDeps, type UploadPackOptions } from './uploadPackChild.js';
+
+/**
+ * Runs upload-pack on a leased, complete generation with `body` as its request and streams its
+ * answer; the lease goes when git exits. A request git refuses without answering is an error
+ * (GitRefused), so the client gets a status and git's reason rather than an empty answer.
+ */
+export async function streamUploadPack(
+  deps: UploadPackDeps,
+  generation: Generation,
+  body: Readable,
+  options: UploadPackOptions,
+): Promise<Readable | Buffer> {
+  const { child, exit } = await spawnUploadPack(deps, generation, options);
+  options.packing?.(exit);
+  let inputError: Error | undefined;
+  onBodyError(body, (error) => {
+    inputError ??= error;
+    child.kill('SIGKILL');
+  });
+  child.stdin?.on('error', () => {});
+  body.pipe(child.stdin as NodeJS.WritableStream);
+  const first = await firstOutput(child, exit);
+  if (first.started && inputError === undefined) return first.body;
+  if (inputError) throw inputError;
+  const finished = first.started ? await exit : first.exit;
+  if (finished.code === 0) return Buffer.alloc(0);
+  throw new GitRefused('upload-pack', finished.stderr);
+}

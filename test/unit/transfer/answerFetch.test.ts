@@ -1,0 +1,396 @@
+/**
+ * The fetch's four ways, each on its own, with real git on a real repository and a fake of the
+ * cache behind the transfers' narrow port (fakeCache.ts): what each answers, which git processes
+ * it needs (a git with no slots refuses any), and that every lease it takes is given back.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensurePackCacheHook, installPackCacheHook } from '../../../lib/git/packCacheHook.js';
+import { silentLogger } from '../../../lib/log.js';
+import { fullCloneOf } from '../../../lib/protocol/fullClone.js';
+import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
+import { answerCold } from '../../../lib/transfer/answerCold.js';
+import { answerFetch, type FetchDeps } from '../../../lib/transfer/answerFetch.js';
+import { answerWithPackCache } from '../../../lib/transfer/answerWithPackCache.js';
+import { ClonePacking } from '../../../lib/transfer/clonePack.js';
+import { CacheChanged, GitRefused } from '../../../lib/transfer/errors.js';
+import { answerLsRefs } from '../../../lib/transfer/lsRefs.js';
+import { RefAnswers } from '../../../lib/transfer/RefAnswers.js';
+import { streamUploadPack } from '../../../lib/transfer/streamUploadPack.js';
+import { Busy } from '../../../lib/util/Busy.js';
+import {
+  copyOf,
+  FakeCache,
+  type Fixture,
+  fixture,
+  gitWith,
+  loadedIndex,
+  recordingLogger,
+} from './fakeCache.js';
+
+const run = promisify(execFile);
+const pkt = (line: string) => (line.length + 4).toString(16).padStart(4, '0') + line;
+const request = (...parts: string[]) => Buffer.from(parts.join(''), 'latin1');
+
+/** `git clone` over protocol v0: wants main, no haves, done. */
+const v0Clone = (oid: string) =>
+  request(
+    pkt(`want ${oid} multi_ack_detailed side-band-64k thin-pack ofs-delta agent=git/2.39.5\n`),
+    '0000',
+    pkt('done\n'),
+  );
+/** `git ls-remote` over protocol v2. */
+const v2LsRefs = request(
+  pkt('command=ls-refs\n'),
+  pkt('agent=git/2.39.5\n'),
+  '0001',
+  pkt('peel\n'),
+  pkt('ref-prefix refs/heads/\n'),
+  '0000',
+);
+
+interface Answer {
+  /** The packets before the sideband, as text. */
+  readonly lines: string[];
+  /** Band 1 (the pack), band 2 (progress) and band 3 (a fatal error). */
+  readonly pack: Buffer;
+  readonly progress: string;
+  readonly error: string;
+}
+
+async function read(answer: Readable | Buffer): Promise<Answer> {
+  const reader = new PktLineReader();
+  if (Buffer.isBuffer(answer)) reader.push(answer);
+  else for await (const chunk of answer) reader.push(chunk as Buffer);
+  const lines: string[] = [];
+  const bands: Buffer[][] = [[], [], [], []];
+  let sideband = false;
+  for (let p: PktLine | undefined = reader.next(); p !== undefined; p = reader.next()) {
+    if (p.kind !== 'data') continue;
+    const band = p.payload[0];
+    if (
+      sideband ||
+      (band !== undefined && band >= 1 && band <= 3 && !/^[A-Za-z]/.test(p.payload.toString('latin1')))
+    ) {
+      sideband = true;
+      bands[band as number]?.push(p.payload.subarray(1));
+    } else lines.push(p.payload.toString('utf8'));
+  }
+  const text = (band: number) => Buffer.concat(bands[band] ?? []).toString('utf8');
+  return { lines, pack: Buffer.concat(bands[1] ?? []), progress: text(2), error: text(3) };
+}
+
+/** The objects of a pack, as git's own index-pack reads them. */
+async function objectsIn(pack: Buffer): Promise<string[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'narwal-pack-'));
+  try {
+    await writeFile(join(dir, 'p.pack'), pack);
+    await run('git', ['index-pack', join(dir, 'p.pack')]);
+    const { stdout } = await run('sh', ['-c', `git show-index < ${join(dir, 'p.idx')}`]);
+    return stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' ')[1] ?? '');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const noHooks = { packObjectsHook: null, ensureHooks: async () => {} };
+const as = { protocol: undefined, owner: 'token:t' };
+
+let f: Fixture;
+beforeAll(async () => {
+  f = await fixture();
+});
+
+describe('answerLsRefs', () => {
+  it('asks git on the generation once, then answers the same question from memory', async () => {
+    const cache = new FakeCache(f.bare, { complete: false });
+    const refAnswers = new RefAnswers({ maxBytes: 1 << 20 });
+    const target = cache.target(loadedIndex());
+    const first = await answerLsRefs(
+      { ...noHooks, git: gitWith(f.home), cache, refAnswers },
+      target,
+      v2LsRefs,
+      {
+        protocol: 'version=2',
+        owner: 't',
+      },
+    );
+    expect(first.toString()).toContain(`${f.main} refs/heads/main`);
+    // No git at all the second time (no slots), and no lease.
+    const again = await answerLsRefs(
+      { ...noHooks, git: gitWith(f.home, 0), cache, refAnswers },
+      target,
+      v2LsRefs,
+      {
+        protocol: 'version=2',
+        owner: 't',
+      },
+    );
+    expect(again).toEqual(first);
+    expect(cache.leased).toBe(1);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+
+  it('refuses an answer about a generation whose refs vanished while git listed them', async () => {
+    const dir = await copyOf(f);
+    await rm(join(dir, 'packed-refs'));
+    const cache = new FakeCache(dir, { complete: false });
+    const refAnswers = new RefAnswers({ maxBytes: 1 << 20 });
+    await expect(
+      answerLsRefs(
+        { ...noHooks, git: gitWith(f.home), cache, refAnswers },
+        cache.target(loadedIndex()),
+        v2LsRefs,
+        {
+          protocol: 'version=2',
+          owner: 't',
+        },
+      ),
+    ).rejects.toBeInstanceOf(CacheChanged);
+    expect(refAnswers.size).toBe(0);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+});
+
+describe('streamUploadPack', () => {
+  it('streams git’s answer to a clone and gives the lease back once git is done', async () => {
+    const cache = new FakeCache(f.bare, { complete: true });
+    const generation = await cache.leaseRefs();
+    const answer = await read(
+      await streamUploadPack(
+        { ...noHooks, git: gitWith(f.home) },
+        generation,
+        Readable.from([v0Clone(f.main)]),
+        as,
+      ),
+    );
+    expect(answer.lines).toEqual(['NAK\n']);
+    expect(await objectsIn(answer.pack)).toContain(f.main);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+
+  it('turns a request git refuses without answering into GitRefused, with git’s reason', async () => {
+    const cache = new FakeCache(f.bare, { complete: true });
+    const refused = streamUploadPack(
+      { ...noHooks, git: gitWith(f.home) },
+      await cache.leaseRefs(),
+      Readable.from([Buffer.from('zzzz not a pkt-line')]),
+      as,
+    );
+    await expect(refused).rejects.toBeInstanceOf(GitRefused);
+    await expect(refused).rejects.toThrow(/^narwal: git upload-pack refused the request: fatal: /);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+
+  it('fails with the request body’s own error, and stops git', async () => {
+    const cache = new FakeCache(f.bare, { complete: true });
+    const body = new Readable({ read() {} });
+    body.push(pkt(`want ${f.main} side-band-64k\n`));
+    setTimeout(() => body.destroy(new Error('the client went away')), 50);
+    await expect(
+      streamUploadPack({ ...noHooks, git: gitWith(f.home) }, await cache.leaseRefs(), body, as),
+    ).rejects.toThrow('the client went away');
+    await expect.poll(() => cache.held).toBe(0);
+  });
+});
+
+describe('answerWithPackCache', () => {
+  it('packs the first full clone with git and answers the next identical one from its file, without git', async () => {
+    const dir = await copyOf(f);
+    const hooks = await mkdtemp(join(tmpdir(), 'narwal-hooks-'));
+    const hook = await installPackCacheHook(hooks);
+    const withHook = { packObjectsHook: hook, ensureHooks: () => ensurePackCacheHook(hook) };
+    const cache = new FakeCache(dir, { complete: true });
+    const clonePacking = new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 });
+    const bytes = v0Clone(f.main);
+    const clone = fullCloneOf(bytes, false);
+    const env = { NARWAL_CLONE_KEY: clone?.key ?? '' };
+    const target = cache.target(loadedIndex());
+    const first = await read(
+      await answerWithPackCache(
+        { ...withHook, git: gitWith(f.home), cache, clonePacking },
+        target,
+        bytes,
+        clone,
+        {
+          ...as,
+          env,
+        },
+      ),
+    );
+    await expect.poll(() => cache.held).toBe(0);
+    const second = await read(
+      await answerWithPackCache(
+        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking },
+        target,
+        bytes,
+        clone,
+        {
+          ...as,
+          env,
+        },
+      ),
+    );
+    expect(second.lines).toEqual(['NAK\n']);
+    expect(second.pack).toEqual(first.pack);
+    expect(await objectsIn(second.pack)).toContain(f.main);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+});
+
+describe('answerCold', () => {
+  const cold = (dir: string) => {
+    const cache = new FakeCache(dir, { complete: false });
+    cache.prepare = async (progress) => {
+      progress('narwal: replaying 1/2 entries');
+      progress('narwal: replaying 2/2 entries, done.', true);
+    };
+    return cache;
+  };
+
+  it('answers at once with the bytes git will start with, reports the preparation, then relays git', async () => {
+    const cache = cold(f.bare);
+    const logger = recordingLogger();
+    const answer = await read(
+      await answerCold(
+        { ...noHooks, git: gitWith(f.home), cache, logger, clientMessage: () => undefined },
+        cache.target(loadedIndex()),
+        v0Clone(f.main),
+        { ...as, v2: false, requestId: 'r1' },
+      ),
+    );
+    expect(answer.lines).toEqual(['NAK\n']);
+    expect(answer.progress).toContain(
+      'narwal: replaying 1/2 entries\rnarwal: replaying 2/2 entries, done.\n',
+    );
+    expect(answer.error).toBe('');
+    expect(await objectsIn(answer.pack)).toContain(f.main);
+    expect(cache.completed).toBe(1);
+    expect(logger.lines).toEqual([]);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+
+  it('reports a failed preparation on band 3: a limit in its own words, anything else as retryable', async () => {
+    for (const [thrown, expected] of [
+      [new Busy('narwal: server busy (8 git processes running); retry in a moment'), 'narwal: server busy'],
+      [new Error('disk full'), 'narwal: the repository could not be prepared; retry the fetch (request r2)'],
+    ] as const) {
+      const cache = cold(f.bare);
+      cache.prepare = async () => {
+        throw thrown;
+      };
+      const logger = recordingLogger();
+      const answer = await read(
+        await answerCold(
+          {
+            ...noHooks,
+            git: gitWith(f.home),
+            cache,
+            logger,
+            clientMessage: (error) => (error instanceof Busy ? error.message : undefined),
+          },
+          cache.target(loadedIndex()),
+          v0Clone(f.main),
+          { ...as, v2: false, requestId: 'r2' },
+        ),
+      );
+      expect(answer.lines).toEqual(['NAK\n']);
+      expect(answer.error).toContain(expected);
+      expect(answer.pack.length).toBe(0);
+      expect(logger.lines).toMatchObject([
+        {
+          level: 'warn',
+          message: 'fetch failed while preparing the repository',
+          fields: { repo: 'team/app', error: { message: thrown.message } },
+        },
+      ]);
+      expect(cache.leased).toBe(0);
+    }
+  });
+
+  it('waits for the generation when git’s first bytes cannot be known (the client has objects)', async () => {
+    const cache = cold(f.bare);
+    const withHave = request(
+      pkt(`want ${f.main} side-band-64k\n`),
+      '0000',
+      pkt(`have ${f.main}\n`),
+      pkt('done\n'),
+    );
+    const answer = await read(
+      await answerCold(
+        { ...noHooks, git: gitWith(f.home), cache, logger: silentLogger, clientMessage: () => undefined },
+        cache.target(loadedIndex()),
+        withHave,
+        { ...as, v2: false, requestId: 'r3' },
+      ),
+    );
+    expect(answer.progress).not.toContain('narwal:');
+    expect(answer.lines[0]).toMatch(/^ACK /);
+    expect(cache.completed).toBe(1);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+});
+
+describe('answerFetch', () => {
+  const deps = (cache: FakeCache, slots = 8): FetchDeps => ({
+    ...noHooks,
+    git: gitWith(f.home, slots),
+    cache,
+    refAnswers: new RefAnswers({ maxBytes: 1 << 20 }),
+    clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 1000 }),
+    logger: silentLogger,
+    clientMessage: () => undefined,
+  });
+  const fetch = (cache: FakeCache, body: Buffer, protocol?: string) =>
+    answerFetch(deps(cache), {
+      loaded: loadedIndex(),
+      body: Readable.from([body]),
+      protocol,
+      owner: 't',
+      memory: { add: () => {} },
+      requestId: 'r',
+    });
+
+  it('answers a v2 ls-refs from the generation’s refs, never completing it', async () => {
+    const cache = new FakeCache(f.bare, { complete: false });
+    const answer = await fetch(cache, v2LsRefs, 'version=2');
+    expect(answer.toString()).toContain('refs/heads/main');
+    expect(cache.completed).toBe(0);
+  });
+
+  it('streams upload-pack on a complete generation, and prepares a cold one first', async () => {
+    for (const complete of [true, false]) {
+      const cache = new FakeCache(f.bare, { complete });
+      const answer = await read(await fetch(cache, v0Clone(f.main)));
+      expect(await objectsIn(answer.pack)).toContain(f.main);
+      expect(cache.completed).toBe(complete ? 0 : 1);
+      await expect.poll(() => cache.held).toBe(0);
+    }
+  });
+
+  it('charges every request byte it reads to the memory account', async () => {
+    const cache = new FakeCache(f.bare, { complete: false });
+    let charged = 0;
+    await answerFetch(deps(cache), {
+      loaded: loadedIndex(),
+      body: Readable.from([v2LsRefs]),
+      protocol: 'version=2',
+      owner: 't',
+      memory: {
+        add: (bytes) => {
+          charged += bytes;
+        },
+      },
+      requestId: 'r',
+    });
+    expect(charged).toBe(v2LsRefs.length);
+  });
+});

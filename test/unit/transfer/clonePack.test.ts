@@ -1,0 +1,175 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../../../lib/git/packCacheHook.js';
+import type { FullClone } from '../../../lib/protocol/fullClone.js';
+import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
+import { ClonePacking, clonePackBody, openClonePack } from '../../../lib/transfer/clonePack.js';
+
+const KEY = 'ab'.repeat(32);
+
+async function generationWith(content: Buffer | null): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'narwal-clonepack-'));
+  await mkdir(join(dir, PACK_CACHE_DIR));
+  if (content) await writeFile(join(dir, PACK_CACHE_DIR, `${KEY}${CLONE_SUFFIX}`), content);
+  return dir;
+}
+
+async function answer(clone: FullClone, content: Buffer): Promise<{ packets: PktLine[]; done: number }> {
+  const dir = await generationWith(content);
+  const pack = await openClonePack(dir, clone);
+  if (!pack) throw new Error('not opened');
+  let done = 0;
+  const released = new Promise<void>((resolve) => {
+    const body = clonePackBody(clone, pack, () => {
+      done++;
+      resolve();
+    });
+    void (async () => {
+      for await (const chunk of body) reader.push(chunk as Buffer);
+    })();
+  });
+  const reader = new PktLineReader();
+  await released;
+  const packets: PktLine[] = [];
+  for (let p = reader.next(); p !== undefined; p = reader.next()) packets.push(p);
+  expect(reader.buffered).toBe(0);
+  return { packets, done };
+}
+
+describe('cached clone packs', () => {
+  for (const [name, clone] of [
+    ['side-band-64k, protocol v2', { key: KEY, preamble: 'packfile\n', sidebandData: 65515 }],
+    ['side-band, protocol v0', { key: KEY, preamble: 'NAK\n', sidebandData: 995 }],
+  ] as const) {
+    it(`frames the whole pack as upload-pack does (${name})`, async () => {
+      const content = Buffer.concat([Buffer.from('PACK'), randomBytes(700_000)]);
+      const { packets, done } = await answer(clone, content);
+      const [first, ...rest] = packets;
+      expect(first).toEqual({ kind: 'data', payload: Buffer.from(clone.preamble) });
+      expect(rest.at(-1)).toEqual({ kind: 'flush' });
+      const data = rest.slice(0, -1).map((p) => (p.kind === 'data' ? p.payload : Buffer.alloc(0)));
+      for (const payload of data) {
+        expect(payload[0]).toBe(1);
+        expect(payload.length - 1).toBeLessThanOrEqual(clone.sidebandData);
+        expect(payload.length).toBeGreaterThan(1);
+      }
+      expect(Buffer.concat(data.map((p) => p.subarray(1))).equals(content)).toBe(true);
+      expect(done).toBe(1);
+    });
+  }
+
+  it('frames a pack that ends exactly where a read does', async () => {
+    // side-band packets carry 995 bytes and a read fills 256 of them: two whole reads.
+    const clone = { key: KEY, preamble: 'NAK\n', sidebandData: 995 };
+    const content = Buffer.concat([Buffer.from('PACK'), randomBytes(2 * 256 * 995 - 4)]);
+    const { packets } = await answer(clone, content);
+    const data = packets.slice(1, -1).map((p) => (p.kind === 'data' ? p.payload : Buffer.alloc(0)));
+    expect(data).toHaveLength(2 * 256);
+    expect(data.every((p) => p.length === 996 && p[0] === 1)).toBe(true);
+    expect(Buffer.concat(data.map((p) => p.subarray(1))).equals(content)).toBe(true);
+    expect(packets.at(-1)).toEqual({ kind: 'flush' });
+  });
+
+  it('fills chunks given back again instead of allocating new ones', async () => {
+    // side-band: 256 packets of 995 bytes per read, so 2 MB is some eight reads.
+    const clone = { key: KEY, preamble: 'NAK\n', sidebandData: 995 };
+    const content = Buffer.concat([Buffer.from('PACK'), randomBytes(2_000_000)]);
+    const pack = await openClonePack(await generationWith(content), clone);
+    if (!pack) throw new Error('not opened');
+    const body = clonePackBody(clone, pack, () => {});
+    const reader = new PktLineReader();
+    const memory = new Set<ArrayBufferLike>();
+    for await (const chunk of body) {
+      reader.push(Buffer.from(chunk as Buffer));
+      if ((chunk as Buffer).length > 1000) memory.add((chunk as Buffer).buffer);
+      body.recycle(chunk as Buffer);
+    }
+    const data: Buffer[] = [];
+    for (let p = reader.next(); p !== undefined; p = reader.next())
+      if (p.kind === 'data' && p.payload[0] === 1) data.push(p.payload.subarray(1));
+    expect(Buffer.concat(data).equals(content)).toBe(true);
+    expect(memory.size).toBeLessThanOrEqual(3);
+  });
+
+  it('opens nothing when there is no cached pack or it is too short to be one', async () => {
+    const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+    expect(await openClonePack(await generationWith(null), clone)).toBeNull();
+    expect(await openClonePack(await generationWith(Buffer.from('PACK')), clone)).toBeNull();
+  });
+
+  it('gives the generation back when the client goes away midway', async () => {
+    const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+    const pack = await openClonePack(await generationWith(randomBytes(2_000_000)), clone);
+    if (!pack) throw new Error('not opened');
+    let done = 0;
+    let body: Readable | undefined;
+    await new Promise<void>((resolve) => {
+      body = clonePackBody(clone, pack, () => {
+        done++;
+        resolve();
+      });
+      body.once('readable', () => {
+        body?.read();
+        body?.destroy();
+      });
+    });
+    expect(done).toBe(1);
+    expect(body?.destroyed).toBe(true);
+  });
+});
+
+describe('identical clones packing at once', () => {
+  const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+
+  it('lets one clone pack and the others wait for its file', async () => {
+    const dir = await generationWith(null);
+    const packing = new ClonePacking({ pollMs: 5, maxWaitMs: 10_000 });
+    const first = await packing.open(dir, clone);
+    expect(first.pack).toBeNull();
+    expect(first.packing).toBeDefined();
+    let exited = () => {};
+    first.packing?.(
+      new Promise<void>((resolve) => {
+        exited = resolve;
+      }),
+    );
+    const waiting = packing.open(dir, clone);
+    await writeFile(
+      join(dir, PACK_CACHE_DIR, `${KEY}${CLONE_SUFFIX}`),
+      Buffer.concat([Buffer.from('PACK'), randomBytes(100)]),
+    );
+    const second = await waiting;
+    expect(second.pack).not.toBeNull();
+    expect(second.packing).toBeUndefined();
+    await second.pack?.close();
+    exited();
+  });
+
+  it('hands packing on when the first ends without a file, and waits no longer than told', async () => {
+    const dir = await generationWith(null);
+    const packing = new ClonePacking({ pollMs: 5, maxWaitMs: 10_000 });
+    const first = await packing.open(dir, clone);
+    let exited = () => {};
+    first.packing?.(
+      new Promise<void>((resolve) => {
+        exited = resolve;
+      }),
+    );
+    const waiting = packing.open(dir, clone);
+    exited();
+    const next = await waiting;
+    expect(next.pack).toBeNull();
+    expect(next.packing).toBeDefined();
+
+    const impatient = new ClonePacking({ pollMs: 5, maxWaitMs: 30 });
+    const holder = await impatient.open(dir, clone);
+    holder.packing?.(new Promise<void>(() => {}));
+    const gaveUp = await impatient.open(dir, clone);
+    expect(gaveUp.pack).toBeNull();
+    expect(gaveUp.packing).toBeUndefined();
+  });
+});

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { RefAnswers } from '../../../lib/transfer/RefAnswers.js';
+
+const state = (name: string, created = '2026-01-01T00:00:00.000Z') => ({ repo: 'team/app', created, name });
+const bytes = (n: number, fill = 'a') => Buffer.alloc(n, fill);
+
+describe('RefAnswers', () => {
+  it('keys each question by state, incarnation, protocol and request', () => {
+    const key = RefAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('peel'));
+    const others = [
+      RefAnswers.key(state('g2'), 'ls-refs', 'version=2', Buffer.from('peel')),
+      RefAnswers.key(state('g1', '2026-02-01T00:00:00.000Z'), 'ls-refs', 'version=2', Buffer.from('peel')),
+      RefAnswers.key({ ...state('g1'), repo: 'team/other' }, 'ls-refs', 'version=2', Buffer.from('peel')),
+      RefAnswers.key(state('g1'), 'advertise', 'version=2', Buffer.from('peel')),
+      RefAnswers.key(state('g1'), 'ls-refs', undefined, Buffer.from('peel')),
+      RefAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('symrefs')),
+      RefAnswers.key(null, 'ls-refs', 'version=2', Buffer.from('peel')),
+    ];
+    expect(new Set([key, ...others]).size).toBe(others.length + 1);
+    expect(RefAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('peel'))).toBe(key);
+  });
+
+  it('keeps answers within its byte bound, dropping the least recently used first', () => {
+    const answers = new RefAnswers({ maxBytes: 300, maxAnswerBytes: 200 });
+    answers.set('a', bytes(100, 'a'));
+    answers.set('b', bytes(100, 'b'));
+    answers.set('c', bytes(100, 'c'));
+    expect(answers.get('a')?.toString()).toBe('a'.repeat(100));
+    answers.set('d', bytes(100, 'd'));
+    // b was the least recently used.
+    expect(answers.get('b')).toBeUndefined();
+    expect(answers.get('a')).toBeDefined();
+    expect(answers.get('c')).toBeDefined();
+    expect(answers.get('d')).toBeDefined();
+    expect(answers.size).toBe(3);
+    // Too large to keep at all; replacing a key counts its bytes once.
+    answers.set('huge', bytes(201));
+    expect(answers.get('huge')).toBeUndefined();
+    answers.set('a', bytes(50, 'x'));
+    answers.set('e', bytes(50, 'e'));
+    expect(answers.size).toBe(4);
+    expect(answers.get('a')?.toString()).toBe('x'.repeat(50));
+  });
+});
