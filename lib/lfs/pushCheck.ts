@@ -4,7 +4,7 @@
  * pointers whose objects nobody can download. Only the push's new objects are looked at
  * (pointerScan.ts); the refs are told apart only when something is missing, by asking git which
  * missing pointer each ref's new commits reach. A repository's `lfsPushCheck` setting turns the
- * refusal off (pointers are still recorded, for the orphan sweep).
+ * refusal off (pointers are still looked up and recorded, for the orphan sweep).
  */
 import type { GitRunner } from '../git/GitRunner.js';
 import { mapLimit } from '../util/mapLimit.js';
@@ -49,12 +49,14 @@ export class LfsPushCheck {
     const byOid = new Map<string, Pointer>();
     for (const pointer of blobs.values()) byOid.set(pointer.oid, pointer);
     const pointers = [...byOid.keys()].sort();
-    if (!push.enforce || pointers.length === 0) return { pointers, refused: new Map() };
+    if (pointers.length === 0) return { pointers, refused: new Map() };
+    // Looked up with the check off too: an old object is renewed so that the orphan sweep, which
+    // has not yet seen the entry about to name it, does not take it meanwhile (LfsObjects.ts).
     const states = await mapLimit([...byOid.values()], LOOKUPS, async (p) => ({
       pointer: p,
-      // Renewed when old: the entry about to name it keeps it from then on (LfsObjects.ts).
       present: (await this.#objects.state(push.repo, p.oid, p.size, { renew: true })) === 'present',
     }));
+    if (!push.enforce) return { pointers, refused: new Map() };
     const missing = new Set(states.filter((s) => !s.present).map((s) => s.pointer.oid));
     if (missing.size === 0) return { pointers, refused: new Map() };
     const missingBlobs = new Map([...blobs].filter(([, p]) => missing.has(p.oid)));

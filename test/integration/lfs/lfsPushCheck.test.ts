@@ -5,12 +5,13 @@
  * uploaded it lands. The per-repository setting turns the refusal off, and is an entry of the log.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../../lib/app.js';
 import { lfsObjectKey } from '../../../lib/wal/keys.js';
+import { REFRESH_AFTER_MS } from '../../../lib/wal/putImmutable.js';
 import { commitFile, git, gitOk } from '../../helpers/gitClient.js';
 import { fileSha256, makeLfsHome, useToken } from '../../helpers/lfsClient.js';
 import { narwalCli } from '../../helpers/narwalCli.js';
@@ -157,5 +158,20 @@ describe('the LFS push check', () => {
     const again = await addBinary(work, 'checked.bin');
     const refused = await git(['push', 'origin', 'main'], { cwd: work, home, env: SKIP });
     expect(refused.stderr).toContain(`checked.bin (sha256:${again.slice(0, 12)})`);
+  });
+
+  it('renews an old object a push points at, with the check off too, so the sweep keeps it', async () => {
+    const repo = 'check/renew';
+    const work = await lfsWork(repo);
+    await gitOk(['push', 'origin', 'main'], { cwd: work, home });
+    expect((await narwalCli(['lfs', 'check', repo, 'off'], { dataDir })).code).toBe(0);
+    // Uploaded long ago and never pushed: the sweep judges such an object by its age.
+    const oid = await addBinary(work, 'old.bin');
+    await gitOk(['lfs', 'push', '--all', 'origin'], { cwd: work, home });
+    const path = join(dataDir, 'store', 'objects', ...lfsObjectKey(repo, oid).split('/'));
+    const long = new Date(Date.now() - 2 * REFRESH_AFTER_MS);
+    await utimes(path, long, long);
+    await gitOk(['push', 'origin', 'main'], { cwd: work, home, env: SKIP });
+    expect(Date.now() - (await stat(path)).mtimeMs).toBeLessThan(REFRESH_AFTER_MS);
   });
 });
