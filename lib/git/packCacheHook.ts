@@ -92,14 +92,14 @@ part="$cache/.$key.$$"
 # own stdio so that upload-pack's read of the pack ends when the pack does.
 (while sleep 1 && kill -0 $$ 2>/dev/null; do touch -c "$lock" || exit 0; done) </dev/null >/dev/null 2>&1 &
 keeper=$!
-{ "$@" <"$in"; echo $? >"$part.status"; } | tee "$part"
-sent=$?
+# Packed into the file first, then sent: packing at the pace of this fetch's client (a pipe
+# through tee) would keep every identical fetch waiting for the slowest first reader.
+"$@" <"$in" >"$part"; status=$?
 kill "$keeper" 2>/dev/null
-status=$(cat "$part.status" 2>/dev/null || echo 1)
-[ "$status" = 0 ] && [ "$sent" = 0 ] && mv -f "$part" "$pack" && alias_pack
-rm -f "$part" "$part.status" "$lock" "$in"
-[ "$status" = 0 ] || exit "$status"
-[ "$sent" = 0 ]
+rm -f "$in"
+if [ "$status" != 0 ]; then rm -f "$part" "$lock"; exit "$status"; fi
+if mv -f "$part" "$pack"; then alias_pack; rm -f "$lock"; exec cat "$pack"; fi
+cat "$part"; sent=$?; rm -f "$part" "$lock"; exit $sent
 `;
 
 /** Installs the hook into `dir` (see installScript.ts) and answers its path. */

@@ -32,6 +32,7 @@ echo run >> "$FAKE_RUNS"
 [ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
 printf 'PACK %s\\n' "$*"
 cat
+[ -n "$FAKE_BYTES" ] && head -c "$FAKE_BYTES" /dev/zero
 exit "\${FAKE_EXIT:-0}"
 `;
 
@@ -145,6 +146,35 @@ describe('pack cache hook', () => {
       shallow,
     );
     expect(await runs()).toBe(3);
+  });
+
+  it('keeps the pack before the first fetch has read it, so a slow client holds up no one', async () => {
+    // The first fetch's client reads nothing (a CI job on a busy machine, indexing slowly), and
+    // the pack is larger than a pipe holds.
+    const first = spawn(hook, ['git', 'pack-objects', '--revs', '--stdout'], {
+      cwd: join(dir, 'repo'),
+      env: {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH}`,
+        FAKE_RUNS: join(dir, 'runs'),
+        FAKE_BYTES: String(4 * 1024 * 1024),
+      },
+    });
+    const firstDone = new Promise<number | null>((done) => first.on('close', done));
+    first.stdout.pause();
+    first.stdin.end(FULL);
+    try {
+      while ((await cached()).length === 0) await sleep(20);
+      const second = await runHook(['--revs', '--stdout'], FULL, { FAKE_BYTES: String(4 * 1024 * 1024) });
+      expect(second.code).toBe(0);
+      expect(second.stdout.length).toBe(
+        `PACK pack-objects --revs --stdout\n${FULL}`.length + 4 * 1024 * 1024,
+      );
+      expect(await runs()).toBe(1);
+    } finally {
+      first.stdout.resume();
+    }
+    expect(await firstDone).toBe(0);
   });
 
   it('keeps no pack when pack-objects fails, and passes its exit status on', async () => {
