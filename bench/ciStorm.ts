@@ -34,6 +34,8 @@ export interface CiStormResult {
   readonly elapsedMs: number;
   readonly jobMs: number[];
   readonly serverCpu: CpuTimes;
+  /** Whether the server was still before the storm (see waitForServerQuiet). */
+  quiet?: boolean;
 }
 
 export interface CiStormSummary {
@@ -116,6 +118,22 @@ export async function pushCiCommits(options: {
     });
   }
   return shas;
+}
+
+/**
+ * Waits until `server` (with its git children) has been still for a 2-second window, or for
+ * `timeoutMs`: after a push narwal prepares the new state and may write a checkpoint (a repack of
+ * the whole repository) in the background, which is not the storm's cost.
+ */
+export async function waitForServerQuiet(server: BenchServer, timeoutMs: number, signal?: AbortSignal) {
+  const started = performance.now();
+  for (;;) {
+    const before = server.cpu();
+    await sleep(2000, undefined, signal ? { signal } : {});
+    const busy = totalCpu(cpuDelta(before, server.cpu())) / 2;
+    if (busy <= 0.02) return true;
+    if (performance.now() - started >= timeoutMs) return false;
+  }
 }
 
 /** One storm of `plan.jobs` concurrent checkouts against `server`. */

@@ -23,7 +23,7 @@ import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from '
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BenchResults } from './benchResults.js';
-import { type CiStormPlan, ciStorm, pushCiCommits, summarizeCi } from './ciStorm.js';
+import { type CiStormPlan, ciStorm, pushCiCommits, summarizeCi, waitForServerQuiet } from './ciStorm.js';
 import { cloneStorm } from './cloneStorm.js';
 import { probeInfoRefs } from './coldInfoRefs.js';
 import { concurrentWriters } from './concurrentWriters.js';
@@ -282,7 +282,8 @@ try {
     for (const [i, plan] of plans.entries()) {
       const branch = `ci-${i}`;
       // A push just before the storm, as CI jobs follow the push that started them: no server has
-      // answered these fetches before. The pause lets narwal prepare the new state off the clock.
+      // answered these fetches before. Each server is still before its storm (narwal prepares the
+      // new state, and may write a checkpoint, off the clock).
       const shas = await pushCiCommits({
         peerRepo: fixture.peerRepo,
         home,
@@ -292,8 +293,8 @@ try {
         count: plan.commits,
         base: 'refs/heads/master',
       });
-      await new Promise((resolve) => setTimeout(resolve, 3000));
       for (const server of [peer, narwal]) {
+        const quiet = await waitForServerQuiet(server, quick ? 20_000 : 180_000, abort.signal);
         const result = await ciStorm({
           server,
           repo: REPO,
@@ -304,9 +305,10 @@ try {
           home,
           signal: abort.signal,
         });
+        result.quiet = quiet;
         const s = summarizeCi(result);
         log(
-          `  ${server.name} ${plan.kind} ${plan.name}: ${s.jobsPerSecond.toFixed(2)} jobs/s, server CPU ${s.serverCpuPerJobMs.toFixed(0)} ms/job (${s.serverCpuMs.toFixed(0)} ms in all), p90 ${s.p90Ms.toFixed(0)} ms${result.failures > 0 ? `, ${result.failures} failed: ${result.firstError}` : ''}`,
+          `  ${server.name} ${plan.kind} ${plan.name}: ${s.jobsPerSecond.toFixed(2)} jobs/s, server CPU ${s.serverCpuPerJobMs.toFixed(0)} ms/job (${s.serverCpuMs.toFixed(0)} ms in all), p90 ${s.p90Ms.toFixed(0)} ms${quiet ? '' : ' (server never still before it)'}${result.failures > 0 ? `, ${result.failures} failed: ${result.firstError}` : ''}`,
         );
         storms.push(result);
       }
