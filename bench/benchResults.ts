@@ -3,6 +3,7 @@
  * per server (`peer`, `narwal` with no store latency, `narwal-<L>ms` with L ms on every store
  * operation), with the load each was measured under.
  */
+import type { CiStormResult } from './ciStorm.js';
 import type { StormResult } from './cloneStorm.js';
 import type { ColdProbeResult } from './coldInfoRefs.js';
 import type { WritersResult } from './concurrentWriters.js';
@@ -48,6 +49,8 @@ export interface BenchResults {
     levels: LevelResult[];
     discarded: StormResult[];
   };
+  /** CI checkout storms (bench/ciStorm.ts), per plan the peer then narwal. */
+  ci?: { repo: string; storms: CiStormResult[] };
   /** Per server: the same push load on one process and on two. */
   nodes?: Record<string, { one: NodesRun; two: NodesRun }>;
   refs?: { interval: number; runs: SequentialResult[] };

@@ -6,6 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import type { BenchResults } from './benchResults.js';
+import { summarizeCi } from './ciStorm.js';
 import { summarize } from './cloneStorm.js';
 import type { PackLayout } from './fixtures.js';
 import type { Load } from './load.js';
@@ -129,6 +130,50 @@ export async function writeReport(
             name: s.server,
             points: rollingMedian(s.latencies, Math.max(8, Math.floor(s.latencies.length / 20))),
           })),
+        }),
+      ),
+      '',
+    );
+  }
+
+  if (r.ci) {
+    const storms = r.ci.storms;
+    const plans = [...new Map(storms.map((s) => [`${s.plan.kind} ${s.plan.name}`, s.plan])).values()];
+    const of = (server: string, kind: string, name: string) => {
+      const storm = storms.find((s) => s.server === server && s.plan.kind === kind && s.plan.name === name);
+      return storm ? summarizeCi(storm) : undefined;
+    };
+    out.push(
+      '## CI checkout storms',
+      '',
+      "Jobs at once, each in a fresh `git init` repository running actions/checkout's exact fetch (`git -c protocol.version=2 fetch --no-tags --prune --no-recurse-submodules --depth=1 origin +<sha>:refs/remotes/origin/<branch>`), or the same with `--filter=blob:none` instead of `--depth=1` (the peer with `uploadpack.allowFilter`). Each storm meets commits pushed just before it (bench/ciStorm.ts). Server CPU is the server process with its reaped git children; jobs/s is jobs over the storm's wall time.",
+      '',
+      table(
+        [
+          'fetch',
+          'jobs',
+          'peer jobs/s',
+          'narwal jobs/s',
+          'narwal / peer',
+          'peer CPU/job',
+          'narwal CPU/job',
+          'peer p90',
+          'narwal p90',
+        ],
+        plans.map((plan) => {
+          const peer = of('peer', plan.kind, plan.name);
+          const narwal = of('narwal', plan.kind, plan.name);
+          return [
+            plan.kind,
+            plan.name,
+            peer ? peer.jobsPerSecond.toFixed(2) : '-',
+            narwal ? narwal.jobsPerSecond.toFixed(2) : '-',
+            peer && narwal ? `${(narwal.jobsPerSecond / peer.jobsPerSecond).toFixed(2)}x` : '-',
+            peer ? `${peer.serverCpuPerJobMs.toFixed(0)} ms` : '-',
+            narwal ? `${narwal.serverCpuPerJobMs.toFixed(0)} ms` : '-',
+            peer ? `${peer.p90Ms.toFixed(0)} ms` : '-',
+            narwal ? `${narwal.p90Ms.toFixed(0)} ms` : '-',
+          ];
         }),
       ),
       '',

@@ -4,7 +4,7 @@
  * (standing in for S3). Every measurement of seeds 000 and 002 (see benchResults.ts for the list),
  * written to bench/results/<stamp>.json and a Markdown report with SVG charts beside it.
  *
- * Options: --quick (about two minutes; CI runs it), --only a,b (phases: sequential, clones,
+ * Options: --quick (about two minutes; CI runs it), --only a,b (phases: sequential, clones, ci,
  * nodes, refs, writers, cold, profile, lfs), --latency 30 (narwal's second store latency), --client
  * git|wire (clone storm clients; wire, the default, makes the v2 requests and discards the pack,
  * which leaves the machine to the servers), --clones N (at least, per storm), --storm-seconds S
@@ -23,6 +23,7 @@ import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from '
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BenchResults } from './benchResults.js';
+import { type CiStormPlan, ciStorm, pushCiCommits, summarizeCi, waitForServerQuiet } from './ciStorm.js';
 import { cloneStorm } from './cloneStorm.js';
 import { probeInfoRefs } from './coldInfoRefs.js';
 import { concurrentWriters } from './concurrentWriters.js';
@@ -41,7 +42,7 @@ import { sequentialPushes } from './sequentialPushes.js';
 import { type BenchServer, startNarwal, startPeerProcess } from './servers.js';
 import { pushRace } from './twoNodes.js';
 
-const PHASES = ['sequential', 'clones', 'nodes', 'refs', 'writers', 'cold', 'profile', 'lfs'] as const;
+const PHASES = ['sequential', 'clones', 'ci', 'nodes', 'refs', 'writers', 'cold', 'profile', 'lfs'] as const;
 type Phase = (typeof PHASES)[number];
 
 const { values } = parseArgs({
@@ -88,6 +89,8 @@ const sizes = {
   lfsBytes: 200 * 1024 * 1024,
   lfsObjects: 1000,
   lfsRuns: quick ? 3 : 5,
+  /** The largest CI checkout storm of identical jobs. */
+  ciJobs: quick ? 16 : 32,
 };
 const maxOther = Number(values['max-other']);
 // Extra environment for every narwal server (KEY=VALUE,...), to measure a setting against the defaults.
@@ -186,6 +189,12 @@ try {
     startNarwal({ dataDir: narwalSlowData, token, cli: build.cli, latencyMs: latency, env: narwalEnv }),
   );
   const trio = [peer, narwal, narwalSlow];
+  // The express fixture, on the peer and narwal, made by the first phase that needs it.
+  let fixtureMade: ReturnType<typeof prepareFixture> | undefined;
+  const fixtureOnce = () => {
+    fixtureMade ??= prepareFixture({ workDir, home, narwalRepoUrl: narwal.repoUrl(REPO) });
+    return fixtureMade;
+  };
 
   if (phases.has('sequential')) {
     log(`sequential pushes: ${sizes.pushes} one-commit pushes to one ref, per server`);
@@ -205,7 +214,7 @@ try {
     log(
       `clone storm: levels ${sizes.levels.join(', ')}, ${sizes.rounds} round(s) of storms of at least ${sizes.clones} clones and ${sizes.stormSeconds} s per server and level (${client} clients)`,
     );
-    const fixture = await prepareFixture({ workDir, home, narwalRepoUrl: narwal.repoUrl(REPO) });
+    const fixture = await fixtureOnce();
     await gitOk(
       ['push', '--quiet', narwalSlow.repoUrl(REPO), 'refs/heads/*:refs/heads/*', 'refs/tags/*:refs/tags/*'],
       { home, cwd: fixture.peerRepo },
@@ -253,6 +262,63 @@ try {
       [narwalSlow.name]: await narwalCacheLayout(narwalSlowData),
     };
     results.clones = { fixture: { refs: fixture.refs, repo: REPO, layouts }, client, levels, discarded };
+    await save();
+  }
+
+  if (phases.has('ci')) {
+    const plans: CiStormPlan[] = [
+      { name: '1 job', kind: 'depth=1', jobs: 1, commits: 1 },
+      { name: '8 identical', kind: 'depth=1', jobs: 8, commits: 1 },
+      { name: `${sizes.ciJobs} identical`, kind: 'depth=1', jobs: sizes.ciJobs, commits: 1 },
+      { name: '8 over 4 commits', kind: 'depth=1', jobs: 8, commits: 4 },
+      { name: '1 job', kind: 'filter=blob:none', jobs: 1, commits: 1 },
+      { name: '8 identical', kind: 'filter=blob:none', jobs: 8, commits: 1 },
+    ];
+    log(
+      `CI checkout storms (actions/checkout's fetch, --depth=1 and --filter=blob:none): ${plans.map((p) => `${p.kind} ${p.name}`).join(', ')}; peer and narwal`,
+    );
+    const fixture = await fixtureOnce();
+    // The stock server as a partial clone needs it (git-config(1), uploadpack.allowFilter); narwal
+    // allows filters itself (lib/git/uploadPack.ts).
+    await gitOk(['config', 'uploadpack.allowFilter', 'true'], { home, cwd: fixture.peerRepo });
+    const tmpRoot = join(workDir, 'ci');
+    await mkdir(tmpRoot, { recursive: true });
+    const storms = [];
+    for (const [i, plan] of plans.entries()) {
+      const branch = `ci-${i}`;
+      // A push just before the storm, as CI jobs follow the push that started them: no server has
+      // answered these fetches before. Each server is still before its storm (narwal prepares the
+      // new state, and may write a checkpoint, off the clock).
+      const shas = await pushCiCommits({
+        peerRepo: fixture.peerRepo,
+        home,
+        servers: [peer, narwal],
+        repo: REPO,
+        branch,
+        count: plan.commits,
+        base: 'refs/heads/master',
+      });
+      for (const server of [peer, narwal]) {
+        const quiet = await waitForServerQuiet(server, quick ? 20_000 : 180_000, abort.signal);
+        const result = await ciStorm({
+          server,
+          repo: REPO,
+          plan,
+          shas,
+          branch,
+          tmpRoot,
+          home,
+          signal: abort.signal,
+        });
+        result.quiet = quiet;
+        const s = summarizeCi(result);
+        log(
+          `  ${server.name} ${plan.kind} ${plan.name}: ${s.jobsPerSecond.toFixed(2)} jobs/s, server CPU ${s.serverCpuPerJobMs.toFixed(0)} ms/job (${s.serverCpuMs.toFixed(0)} ms in all), p90 ${s.p90Ms.toFixed(0)} ms${quiet ? '' : ' (server never still before it)'}${result.failures > 0 ? `, ${result.failures} failed: ${result.firstError}` : ''}`,
+        );
+        storms.push(result);
+      }
+    }
+    results.ci = { repo: REPO, storms };
     await save();
   }
 

@@ -4,6 +4,7 @@
  * run's results: the measured ratio or figure, the goal, pass or miss.
  */
 import type { BenchResults } from './benchResults.js';
+import { summarizeCi } from './ciStorm.js';
 import { summarize } from './cloneStorm.js';
 import { median, summarizeLatencies } from './stats.js';
 
@@ -27,6 +28,8 @@ export function evaluateTargets(r: BenchResults): TargetRow[] {
   const narwals = ['narwal', slow];
   const rows: TargetRow[] = [];
   const row = (t: Omit<TargetRow, 'miss'> & { miss?: string }) => rows.push({ miss: '', ...t });
+
+  ciTargets(r, row);
 
   const seq = new Map((r.sequential ?? []).map((s) => [s.server, summarizeLatencies(s.latencies)]));
   const peerSeq = seq.get('peer');
@@ -262,4 +265,43 @@ export function ms(value: number): string {
   return value >= 10_000
     ? `${(value / 1000).toFixed(1)} s`
     : `${Math.round(value).toLocaleString('en-US')} ms`;
+}
+
+/** Issue 18's targets for CI checkout storms: identical fetches cost about one, and beat the peer. */
+function ciTargets(r: BenchResults, row: (t: Omit<TargetRow, 'miss'> & { miss?: string }) => void): void {
+  const storms = r.ci?.storms ?? [];
+  const find = (server: string, kind: string, name: string) =>
+    storms.find((s) => s.server === server && s.plan.kind === kind && s.plan.name === name);
+  for (const kind of ['depth=1', 'filter=blob:none']) {
+    const one = find('narwal', kind, '1 job');
+    for (const storm of storms.filter(
+      (s) => s.server === 'narwal' && s.plan.kind === kind && s.plan.commits === 1 && s.plan.jobs > 1,
+    )) {
+      if (!one) break;
+      const ratio = summarizeCi(storm).serverCpuMs / summarizeCi(one).serverCpuMs;
+      row({
+        target: `CI storm ${kind}, ${storm.plan.name}: server CPU against one job`,
+        seed: '-',
+        server: 'narwal',
+        measured: `${ms(summarizeCi(storm).serverCpuMs)} vs ${ms(summarizeCi(one).serverCpuMs)}: ${ratio.toFixed(2)}x`,
+        goal: '<= 1.3x',
+        pass: ratio <= 1.3,
+        miss: ratio > 1.3 ? `${((ratio / 1.3 - 1) * 100).toFixed(0)}% over` : '',
+      });
+    }
+  }
+  const narwal8 = find('narwal', 'depth=1', '8 identical');
+  const peer8 = find('peer', 'depth=1', '8 identical');
+  if (narwal8 && peer8) {
+    const ratio = summarizeCi(narwal8).jobsPerSecond / summarizeCi(peer8).jobsPerSecond;
+    row({
+      target: 'CI storm depth=1, 8 identical: jobs/s',
+      seed: '-',
+      server: 'narwal',
+      measured: `${summarizeCi(narwal8).jobsPerSecond.toFixed(2)} vs peer ${summarizeCi(peer8).jobsPerSecond.toFixed(2)}: ${ratio.toFixed(2)}x`,
+      goal: '>= 3x peer',
+      pass: ratio >= 3,
+      miss: ratio < 3 ? `${((1 - ratio / 3) * 100).toFixed(0)}% short` : '',
+    });
+  }
 }

@@ -1,25 +1,30 @@
 /**
- * A pack cache for full clones, as git's `uploadpack.packObjectsHook` (git-config(1)): upload-pack
- * runs the hook as `HOOK git pack-objects ARGS...` in the repository directory, with the objects
- * wanted (and those the client has, after `--not`) on stdin, and sends what it writes as the pack.
+ * A pack cache for repeatable fetches, as git's `uploadpack.packObjectsHook` (git-config(1)):
+ * upload-pack runs the hook as `HOOK git pack-objects ARGS...` (or `HOOK git --shallow-file ""
+ * pack-objects ARGS...` when the answer has a shallow boundary) in the repository directory, with
+ * the objects wanted (and those the client has, after `--not`) on stdin, preceded by a
+ * `--shallow <oid>` line per boundary commit, and sends what it writes as the pack
+ * (upload-pack.c, create_pack_file).
  *
- * A full clone of one generation - only wants, then a bare `--not`: no haves, no shallow
- * boundary, no filter - asks for exactly the same objects every time, and a generation is
- * immutable, so the first such pack is kept inside the generation (it goes when the generation is
- * evicted) and later clones are served from the file: a clone storm costs one pack-objects, not
- * one per clone. Identical clones arriving while the first is packing wait for it (a lock file)
- * rather than pack the same objects again. Anything else - a fetch with haves, a shallow or
- * partial clone - runs pack-objects as usual.
+ * A fetch with no haves - only wants, then a bare `--not` - asks for the same objects every time
+ * it names the same wants, boundary, filter and options, and a generation is immutable, so the
+ * first such pack is kept inside the generation (it goes when the generation is evicted) and
+ * later identical requests are served from the file: a storm of full clones or of CI checkouts
+ * (`--depth=1`, `--filter=blob:none`) costs one pack-objects, not one per fetch. The key is the
+ * hook's whole input (arguments and stdin), so only requests git would pack alike share a pack.
+ * Identical requests arriving while the first is packing wait for it (a lock file) rather than
+ * pack the same objects again. A fetch with haves (anything after `--not`) runs pack-objects as
+ * usual and keeps nothing.
  *
  * The lock is kept fresh by its holder (its modification time, every second) for as long as it
  * packs, and one not refreshed for STALE_SECONDS is taken over. Its holder may run on another
  * node, in another PID namespace (a pid in the lock would name some other process there, or
  * none), or be frozen with its sandbox: only the file's age says anything about it.
  *
- * When narwal has recognised the request as a full clone too, it passes its own name for it in
- * NARWAL_CLONE_KEY (protocol/fullClone.ts), and the hook links the pack under that name as well:
- * from then on narwal answers identical clones from the file itself (transfer/clonePack.ts), and
- * upload-pack and this hook run only for the first.
+ * When narwal has recognised the request as a repeatable fetch too, it passes its own name for
+ * it in NARWAL_CLONE_KEY (protocol/repeatableFetch.ts), and the hook links the pack under that
+ * name as well: from then on narwal answers identical fetches from the file itself
+ * (transfer/clonePack.ts), and upload-pack and this hook run only for the first.
  *
  * A shell script because upload-pack starts it for every fetch: a few coreutils processes cost a
  * millisecond or two, a runtime would cost more than the pack.
@@ -30,7 +35,7 @@ import { ensureScript, installScript } from './installScript.js';
 /** The directory, inside a generation, that holds its cached packs. */
 export const PACK_CACHE_DIR = 'narwal-packs';
 
-/** The suffix of the second name a full clone's pack gets, `<key>.clone` (fullClone.ts). */
+/** The suffix of the second name a repeatable fetch's pack gets, `<key>.clone` (repeatableFetch.ts). */
 export const CLONE_SUFFIX = '.clone';
 
 /** How long a clone waits for an identical one to finish packing before it packs on its own. */
@@ -40,19 +45,24 @@ export const WAIT_SECONDS = 120;
 export const STALE_SECONDS = 10;
 
 const SCRIPT = `#!/bin/sh
-# narwal: uploadpack.packObjectsHook; caches the pack of a full clone inside the generation.
-[ "$1 $2" = "git pack-objects" ] || exec "$@"
-for arg; do case "$arg" in *shallow*|*filter*) exec "$@" ;; esac; done
+# narwal: uploadpack.packObjectsHook; caches the pack of a fetch with no haves inside the generation.
+# upload-pack puts "--shallow-file ''" before pack-objects when the answer has a shallow boundary.
+case "$1 $2" in
+"git pack-objects") ;;
+"git --shallow-file") [ -z "$3" ] && [ "$4" = pack-objects ] || exec "$@" ;;
+*) exec "$@" ;;
+esac
 cache=${PACK_CACHE_DIR}
 mkdir -p "$cache" 2>/dev/null || exec "$@"
 in=$(mktemp "$cache/.in.XXXXXX") || exec "$@"
 cat >"$in" || { rm -f "$in"; exit 1; }
-# Only "object ids, then --not and no more ids" is a full clone (upload-pack ends the list with
-# an empty line); anything else packs as usual.
-if [ "$(grep -v -e '^$' "$in" | tail -n 1)" != "--not" ] || [ "$(grep -c -e '^-' "$in")" != 1 ]; then
+# Only "boundary commits, object ids, then --not and no more ids" is a fetch with no haves
+# (upload-pack ends the list with an empty line); anything else packs as usual.
+if [ "$(grep -v -e '^$' "$in" | tail -n 1)" != "--not" ] ||
+  [ "$(grep -v -e '^--shallow [0-9a-f]*$' "$in" | grep -c -e '^-')" != 1 ]; then
   "$@" <"$in"; status=$?; rm -f "$in"; exit $status
 fi
-# narwal names the same pack by what the clone asked for (NARWAL_CLONE_KEY, fullClone.ts) and
+# narwal names the same pack by what the fetch asked for (NARWAL_CLONE_KEY, repeatableFetch.ts) and
 # then sends it itself, without running upload-pack: a second name for the same file.
 alias_pack() {
   case "$NARWAL_CLONE_KEY" in ""|*[!0-9a-f]*) return 0 ;; esac
@@ -82,14 +92,14 @@ part="$cache/.$key.$$"
 # own stdio so that upload-pack's read of the pack ends when the pack does.
 (while sleep 1 && kill -0 $$ 2>/dev/null; do touch -c "$lock" || exit 0; done) </dev/null >/dev/null 2>&1 &
 keeper=$!
-{ "$@" <"$in"; echo $? >"$part.status"; } | tee "$part"
-sent=$?
+# Packed into the file first, then sent: packing at the pace of this fetch's client (a pipe
+# through tee) would keep every identical fetch waiting for the slowest first reader.
+"$@" <"$in" >"$part"; status=$?
 kill "$keeper" 2>/dev/null
-status=$(cat "$part.status" 2>/dev/null || echo 1)
-[ "$status" = 0 ] && [ "$sent" = 0 ] && mv -f "$part" "$pack" && alias_pack
-rm -f "$part" "$part.status" "$lock" "$in"
-[ "$status" = 0 ] || exit "$status"
-[ "$sent" = 0 ]
+rm -f "$in"
+if [ "$status" != 0 ]; then rm -f "$part" "$lock"; exit "$status"; fi
+if mv -f "$part" "$pack"; then alias_pack; rm -f "$lock"; exec cat "$pack"; fi
+cat "$part"; sent=$?; rm -f "$part" "$lock"; exit $sent
 `;
 
 /** Installs the hook into `dir` (see installScript.ts) and answers its path. */

@@ -5,7 +5,8 @@
  *
  * - a v2 `ls-refs`: the refs git listed for this state before, or git on its refs (lsRefs.ts);
  * - a complete generation, no pack cache: upload-pack streams the request (streamUploadPack.ts);
- * - a complete generation, pack cache on: an identical clone's pack, or upload-pack
+ * - a complete generation, pack cache on: the kept answer to an identical repeatable fetch (a
+ *   full clone, or a shallow or filtered fetch with no haves), or upload-pack
  *   (answerWithPackCache.ts);
  * - a generation still to be completed: answered at once with progress when git's first bytes
  *   are known, else after the wait (answerCold.ts).
@@ -14,7 +15,7 @@ import { Readable } from 'node:stream';
 import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
 import { wantsProtocolV2 } from '../git/uploadPack.js';
 import type { Logger } from '../log.js';
-import { fullCloneOf } from '../protocol/fullClone.js';
+import { repeatableFetchOf } from '../protocol/repeatableFetch.js';
 import { classifyUploadPackRequest } from '../protocol/uploadPackRequest.js';
 import { type ByteAccount, readAll } from '../util/readAll.js';
 import type { LoadedIndex } from '../wal/types.js';
@@ -40,7 +41,7 @@ export interface FetchDeps extends UploadPackDeps {
   readonly cache: FetchCache;
   /** Answers upload-pack gave about immutable states, for the same questions again. */
   readonly refAnswers: RefAnswers;
-  /** Full clones being packed by this node's upload-packs, for identical ones to wait on. */
+  /** Repeatable fetches being packed by this node's upload-packs, for identical ones to wait on. */
   readonly clonePacking: Pick<ClonePacking, 'open'>;
   readonly logger: Logger;
   readonly clientMessage: ClientMessage;
@@ -79,8 +80,8 @@ export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promi
   }
   // The request is small: read it to learn what it needs.
   const bytes = early ?? (await readAll(body, memory));
-  const clone = deps.packObjectsHook === null ? null : fullCloneOf(bytes, v2);
-  const env: Record<string, string> = clone ? { NARWAL_CLONE_KEY: clone.key } : {};
-  if (complete) return answerWithPackCache(deps, target, bytes, clone, { protocol, owner, env });
+  const fetch = deps.packObjectsHook === null ? null : repeatableFetchOf(bytes, v2);
+  const env: Record<string, string> = fetch ? { NARWAL_CLONE_KEY: fetch.key } : {};
+  if (complete) return answerWithPackCache(deps, target, bytes, fetch, { protocol, owner, env });
   return answerCold(deps, target, bytes, { protocol, owner, env, v2, requestId: request.requestId });
 }

@@ -1,19 +1,25 @@
 /**
- * Full clones answered without git: once upload-pack has served a full clone of a generation,
- * the pack cache hook gives that pack a second name from what the clone asked for
- * (`<key>.clone`, protocol/fullClone.ts). The next identical clone is answered from that file
- * here, framed exactly as upload-pack frames a pack (the preamble, the pack on sideband band 1,
- * a flush-pkt), so a clone storm costs file reads, not an upload-pack, a hook and a relay per
- * clone. A generation is immutable and its cached packs go with it, so the name never goes stale.
+ * Repeatable fetches answered without git: once upload-pack has served a fetch with no haves
+ * (a full clone, or a shallow or filtered fetch such as a CI checkout's `--depth=1`) of a
+ * generation, the pack cache hook gives that pack a second name from what the fetch asked for
+ * (`<key>.clone`, protocol/repeatableFetch.ts), and the lines git wrote before the pack (the
+ * shallow boundary) are kept beside it (`<key>.v2.shallow` or `<key>.v0.shallow`,
+ * protocol/shallowInfo.ts). The next identical fetch is answered from those files here, framed
+ * exactly as upload-pack frames a pack (the lines, the preamble, the pack on sideband band 1, a
+ * flush-pkt), so a storm costs file reads, not an upload-pack, a hook and a relay per fetch. A
+ * generation is immutable and its cached packs go with it, so the names never go stale.
  */
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../git/packCacheHook.js';
-import type { FullClone } from '../protocol/fullClone.js';
 import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js';
+import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
+import { linesBeforePack, PACK_HEADER } from '../protocol/shallowInfo.js';
 import type { RecyclingBody } from '../util/RecyclingBody.js';
 
 /** A pack's 12-byte header and 20-byte trailer: anything shorter is not a pack. */
@@ -24,8 +30,113 @@ const READ_BYTES = 1024 * 1024;
 /** Buffers per read, well under IOV_MAX (1024): the 995-byte packets of `side-band` are many. */
 const MAX_SLOTS = 256;
 
+/** A fetch whose answer is kept: what names it, and how its answer is framed. */
+export interface CachedFetch {
+  /** Names the pack and the lines before it (protocol/repeatableFetch.ts). */
+  readonly key: string;
+  /** The framing of the answer: protocol v2's sections, or v0/v1's lines. */
+  readonly version: 'v2' | 'v0';
+  /** The answer's packet directly before the pack: `NAK` (v0/v1) or the `packfile` header (v2). */
+  readonly preamble: string;
+  /** The largest data part of one sideband packet the client accepts. */
+  readonly sidebandData: number;
+  /**
+   * The suffix of the file that keeps git's lines before the preamble (the shallow boundary), or
+   * null when the answer has none (a full clone: nothing but the preamble comes before its pack).
+   */
+  readonly linesSuffix: string | null;
+}
+
+/** How the answer to `fetch` is kept and framed. */
+export function cachedFetchOf(fetch: RepeatableFetch): CachedFetch {
+  return {
+    key: fetch.key,
+    version: fetch.version,
+    preamble: PACK_HEADER[fetch.version],
+    sidebandData: fetch.sidebandData,
+    // Keyed apart by version: v2 frames the boundary as a section, v0 as lines and a flush-pkt,
+    // and the two write it in different cases (upload-pack.c, send_shallow_info, receive_needs).
+    linesSuffix: fetch.full ? null : `.${fetch.version}${SHALLOW_SUFFIX}`,
+  };
+}
+
+/** The suffix of the file that keeps the lines before a pack, after the version. */
+export const SHALLOW_SUFFIX = '.shallow';
+
+/** The kept answer to `fetch` in the generation at `dir`: its pack, open, and the lines before it. */
+export async function openCachedAnswer(
+  dir: string,
+  fetch: CachedFetch,
+): Promise<{ readonly pack: FileHandle; readonly lines: Buffer } | null> {
+  let lines = Buffer.alloc(0);
+  if (fetch.linesSuffix !== null) {
+    // Kept before the pack is named (keepLinesBeforePack), so a pack without them is one whose
+    // lines are still being written, or were lost: either way git answers.
+    const read = await readFile(join(dir, PACK_CACHE_DIR, `${fetch.key}${fetch.linesSuffix}`)).catch(
+      () => null,
+    );
+    if (read === null) return null;
+    lines = read;
+  }
+  const pack = await openClonePack(dir, fetch);
+  return pack ? { pack, lines } : null;
+}
+
+/**
+ * Relays upload-pack's answer to `fetch` and keeps the lines it writes before the pack in the
+ * generation at `dir`, for openCachedAnswer. `kept` settles once they are written, or once it is
+ * clear that there is nothing to keep (an answer of another kind, or one abandoned early).
+ */
+export function keepLinesBeforePack(
+  answer: Readable,
+  dir: string,
+  fetch: CachedFetch & { readonly linesSuffix: string },
+): { readonly body: Readable; readonly kept: Promise<void> } {
+  let settle = () => {};
+  const kept = new Promise<void>((resolve) => {
+    settle = resolve;
+  });
+  let start: Buffer | null = Buffer.alloc(0);
+  const tap = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      if (start !== null) {
+        start = Buffer.concat([start, chunk]);
+        const found = linesBeforePack(start, fetch.version);
+        if (found.kind !== 'more') {
+          start = null;
+          if (found.kind === 'lines') void keepLines(dir, fetch, found.bytes).finally(settle);
+          else settle();
+        }
+      }
+      callback(null, chunk);
+    },
+  });
+  tap.once('close', () => {
+    if (start !== null) settle();
+  });
+  void pipeline(answer, tap).catch(() => {});
+  return { body: tap, kept };
+}
+
+/** Writes the lines under their name whole or not at all (a rename), so a reader never sees a part. */
+async function keepLines(dir: string, fetch: CachedFetch & { readonly linesSuffix: string }, lines: Buffer) {
+  const cache = join(dir, PACK_CACHE_DIR);
+  const part = join(cache, `.${fetch.key}.${randomBytes(6).toString('hex')}`);
+  try {
+    await mkdir(cache, { recursive: true });
+    await writeFile(part, lines);
+    await rename(part, join(cache, `${fetch.key}${fetch.linesSuffix}`));
+  } catch {
+    // Not kept: the next identical fetch goes to git, which writes them again.
+    await rm(part, { force: true });
+  }
+}
+
 /** The cached pack of `clone` in the generation at `dir`, open for reading; null if none. */
-export async function openClonePack(dir: string, clone: FullClone): Promise<FileHandle | null> {
+export async function openClonePack(
+  dir: string,
+  clone: Pick<CachedFetch, 'key'>,
+): Promise<FileHandle | null> {
   let handle: FileHandle;
   try {
     handle = await open(join(dir, PACK_CACHE_DIR, `${clone.key}${CLONE_SUFFIX}`), constants.O_RDONLY);
@@ -42,20 +153,21 @@ export async function openClonePack(dir: string, clone: FullClone): Promise<File
 }
 
 /**
- * upload-pack's answer to `clone`, read from `pack`; the handle is closed and `done` called once
- * the answer is sent or abandoned. A read failure midway is reported on band 3, which git prints
- * and fails on.
+ * upload-pack's answer to `clone`, read from `pack` after the `lines` git wrote before its
+ * preamble; the handle is closed and `done` called once the answer is sent or abandoned. A read
+ * failure midway is reported on band 3, which git prints and fails on.
  */
 export function clonePackBody(
-  clone: FullClone,
+  clone: Pick<CachedFetch, 'preamble' | 'sidebandData'>,
   pack: FileHandle,
   done: () => void,
+  lines: Buffer = Buffer.alloc(0),
 ): Readable & RecyclingBody {
   // Buffers given out, by their memory, and those given back to be filled again.
   const lent = new Map<ArrayBufferLike, Buffer>();
   const spare: Buffer[] = [];
   async function* frames(): AsyncGenerator<Buffer> {
-    yield encodePktLine(clone.preamble);
+    yield Buffer.concat([lines, encodePktLine(clone.preamble)]);
     // The file is read straight into the packets' data parts, several per read and all in one
     // buffer, so no byte of the pack is copied in this process and each read is one chunk.
     const size = HEADER + clone.sidebandData;
@@ -107,11 +219,12 @@ export function clonePackBody(
 }
 
 /**
- * The full clones this node is answering with upload-pack, by generation and clone key. An
- * identical clone arriving meanwhile waits for the file the pack cache hook names when that pack
- * is done, and is then answered from it, instead of starting an upload-pack of its own that would
- * only wait inside the hook for the same pack: a clone storm meeting a new generation costs one
- * upload-pack, not one per clone in flight (each holding a git slot and relaying through pipes).
+ * The repeatable fetches this node is answering with upload-pack, by generation and key. An
+ * identical fetch arriving meanwhile waits for the files that keep that answer (the pack the pack
+ * cache hook names when it is done, and the lines before it), and is then answered from them,
+ * instead of starting an upload-pack of its own that would only wait inside the hook for the same
+ * pack: a clone or CI storm meeting a new generation costs one upload-pack, not one per fetch in
+ * flight (each holding a git slot and relaying through pipes).
  */
 export class ClonePacking {
   readonly #running = new Map<string, Promise<void>>();
@@ -119,20 +232,24 @@ export class ClonePacking {
   constructor(private readonly options: { readonly pollMs: number; readonly maxWaitMs: number }) {}
 
   /**
-   * The cached pack of `clone` in `dir`, waiting for it (at most maxWaitMs) while an identical
-   * clone of this node is making it. Without a pack the caller runs upload-pack; when `packing` is
-   * given, identical clones wait for it, and the caller must pass it its upload-pack's exit (or
-   * any settled promise if upload-pack did not start).
+   * The kept answer to `fetch` in `dir`, waiting for it (at most maxWaitMs) while an identical
+   * fetch of this node is making it. Without a pack the caller runs upload-pack; when `packing` is
+   * given, identical fetches wait for it, and the caller must pass it its upload-pack's exit (or
+   * any settled promise if upload-pack did not start), once the lines before the pack are kept.
    */
   async open(
     dir: string,
-    clone: FullClone,
-  ): Promise<{ readonly pack: FileHandle | null; readonly packing?: (exit: Promise<unknown>) => void }> {
-    const key = `${dir}\0${clone.key}`;
+    fetch: CachedFetch,
+  ): Promise<{
+    readonly pack: FileHandle | null;
+    readonly lines?: Buffer;
+    readonly packing?: (exit: Promise<unknown>) => void;
+  }> {
+    const key = `${dir}\0${fetch.key}${fetch.linesSuffix ?? ''}`;
     const started = performance.now();
     for (;;) {
-      const pack = await openClonePack(dir, clone);
-      if (pack) return { pack };
+      const found = await openCachedAnswer(dir, fetch);
+      if (found) return found;
       const running = this.#running.get(key);
       if (running && performance.now() - started >= this.options.maxWaitMs) return { pack: null };
       if (!running) {

@@ -18,9 +18,9 @@ export interface UploadPackOptions {
   readonly protocol: string | undefined;
   /** Whom the git slot is counted against (see GitSpawnOptions.owner). */
   readonly owner: string;
-  /** More environment: NARWAL_CLONE_KEY names a full clone's pack for the pack cache hook. */
+  /** More environment: NARWAL_CLONE_KEY names a repeatable fetch's pack for the pack cache hook. */
   readonly env?: Record<string, string>;
-  /** Told when upload-pack of a full clone starts, with its exit. */
+  /** Told when upload-pack of a repeatable fetch starts, with its exit. */
   readonly packing?: (exit: Promise<unknown>) => void;
 }
 

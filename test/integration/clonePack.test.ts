@@ -137,7 +137,7 @@ describe('full clones from the cached pack', () => {
     }
   });
 
-  it('leaves shallow, partial and single-branch clones to git', async () => {
+  it('packs the first shallow, partial or single-branch clone of a generation with git', async () => {
     for (const [i, extra] of [
       ['--depth', '1'],
       ['--filter=blob:none'],

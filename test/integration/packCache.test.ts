@@ -1,7 +1,8 @@
 /**
  * Full clones through narwal use the pack cache: the first clone of a generation leaves its pack
  * in the generation, identical clones (one after another or all at once) are served from it and
- * are complete, fetches with haves and shallow clones are packed as usual and leave nothing, and
+ * are complete, fetches with haves are packed as usual and leave nothing, shallow and partial
+ * clones (no haves either) leave their packs too, and
  * NARWAL_PACK_CACHE=0 turns it off.
  */
 import { execFile } from 'node:child_process';
@@ -85,7 +86,7 @@ describe('pack cache', () => {
     }
   });
 
-  it('packs fetches with haves and shallow clones as usual, keeping nothing for them', async () => {
+  it('packs fetches with haves as usual, keeping nothing for them, and keeps shallow and partial clones', async () => {
     const clone = join(home, 'fetcher');
     await gitOk(['clone', '--quiet', url, clone], { home });
     await commitFile(work, home, 'again.txt', 'another generation\n');
@@ -94,12 +95,14 @@ describe('pack cache', () => {
     await gitOk(['fetch', '--quiet', 'origin'], { cwd: clone, home });
     const head = (await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim();
     expect(head).toBe((await gitOk(['rev-parse', 'main'], { cwd: work, home })).trim());
+    expect(await cachedPacks(server)).toEqual(before);
+    // No haves: the answer depends on the generation and the request alone, so it is kept.
     const shallow = join(home, 'shallow');
     await gitOk(['clone', '--quiet', '--depth', '1', url, shallow], { home });
     await gitOk(['clone', '--quiet', '--filter=blob:none', '--no-checkout', url, join(home, 'partial')], {
       home,
     });
-    expect(await cachedPacks(server)).toEqual(before);
+    expect(await cachedPacks(server)).toHaveLength(before.length + 2);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * The pack cache hook (lib/git/packCacheHook.ts) run by the real `sh`, with a stand-in `git` on
- * PATH that counts its runs: a full clone's pack is made once and then served from the file, even
- * to identical requests arriving while it is being made; anything else packs every time; a
+ * PATH that counts its runs: the pack of a fetch with no haves (a full clone, or a shallow or
+ * filtered fetch) is made once and then served from the file, even to identical requests arriving
+ * while it is being made; a fetch with haves packs every time; a
  * failed pack is never kept; a lock its holder no longer keeps fresh (dead, frozen) does not hold
  * anyone up for long.
  */
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  CLONE_SUFFIX,
   installPackCacheHook,
   PACK_CACHE_DIR,
   STALE_SECONDS,
@@ -30,6 +32,7 @@ echo run >> "$FAKE_RUNS"
 [ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
 printf 'PACK %s\\n' "$*"
 cat
+[ -n "$FAKE_BYTES" ] && head -c "$FAKE_BYTES" /dev/zero
 exit "\${FAKE_EXIT:-0}"
 `;
 
@@ -46,13 +49,15 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** Runs the hook as upload-pack does: `HOOK git [GIT-OPTIONS] pack-objects ARGS`. */
 function runHook(
   args: string[],
   stdin: string,
   env: Record<string, string> = {},
+  gitOptions: string[] = [],
 ): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(hook, ['git', 'pack-objects', ...args], {
+    const child = spawn(hook, ['git', ...gitOptions, 'pack-objects', ...args], {
       cwd: join(dir, 'repo'),
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, FAKE_RUNS: join(dir, 'runs'), ...env },
     });
@@ -99,18 +104,77 @@ describe('pack cache hook', () => {
     expect(all[0]?.code).toBe(0);
   });
 
-  it('packs every fetch with haves, shallow or filtered request, and keeps none of them', async () => {
+  it('packs every fetch with haves, shallow or filtered or not, and keeps none of them', async () => {
     const withHaves = `${'a'.repeat(40)}\n--not\n${'c'.repeat(40)}\n\n`;
-    const shallow = `--shallow ${'d'.repeat(40)}\n${'a'.repeat(40)}\n--not\n\n`;
+    const shallowWithHaves = `--shallow ${'d'.repeat(40)}\n${'a'.repeat(40)}\n--not\n${'c'.repeat(40)}\n\n`;
     for (let i = 0; i < 2; i++) {
       expect((await runHook(['--revs', '--stdout'], withHaves)).stdout).toContain(withHaves);
-      await runHook(['--revs', '--stdout'], shallow);
-      await runHook(['--revs', '--stdout', '--filter=blob:none'], FULL);
-      await runHook(['--revs', '--stdout', '--shallow-file', '/tmp/x'], FULL);
+      await runHook(['--revs', '--stdout', '--filter=blob:none'], withHaves);
+      await runHook(['--revs', '--stdout', '--shallow'], shallowWithHaves, {}, ['--shallow-file', '']);
     }
-    expect(await runs()).toBe(8);
+    expect(await runs()).toBe(6);
     expect(await cached()).toEqual([]);
     expect(await leftovers()).toEqual([]);
+  });
+
+  it('keeps the pack of a shallow or filtered fetch with no haves, apart from a full clone', async () => {
+    // As upload-pack runs it for `fetch --depth=1`: git's own `--shallow-file ""` before
+    // pack-objects, and the boundary commits before the wants.
+    const shallow = `--shallow ${'d'.repeat(40)}\n${'a'.repeat(40)}\n--not\n\n`;
+    const depth = () => runHook(['--revs', '--stdout', '--shallow'], shallow, {}, ['--shallow-file', '']);
+    const filtered = () => runHook(['--revs', '--stdout', '--filter=blob:none'], FULL);
+    for (let i = 0; i < 2; i++) {
+      expect(await depth()).toEqual({
+        code: 0,
+        stdout: `PACK --shallow-file  pack-objects --revs --stdout --shallow\n${shallow}`,
+      });
+      expect((await filtered()).stdout).toBe(`PACK pack-objects --revs --stdout --filter=blob:none\n${FULL}`);
+      await runHook(['--revs', '--stdout'], FULL);
+    }
+    expect(await runs()).toBe(3);
+    expect(await cached()).toHaveLength(3);
+    expect(await leftovers()).toEqual([]);
+    // Given narwal's name for the request, the hook names the pack by it too.
+    const key = 'e'.repeat(64);
+    await depth().then(() =>
+      runHook(['--revs', '--stdout', '--shallow'], shallow, { NARWAL_CLONE_KEY: key }, [
+        '--shallow-file',
+        '',
+      ]),
+    );
+    expect(await readFile(join(dir, 'repo', PACK_CACHE_DIR, `${key}${CLONE_SUFFIX}`), 'utf8')).toContain(
+      shallow,
+    );
+    expect(await runs()).toBe(3);
+  });
+
+  it('keeps the pack before the first fetch has read it, so a slow client holds up no one', async () => {
+    // The first fetch's client reads nothing (a CI job on a busy machine, indexing slowly), and
+    // the pack is larger than a pipe holds.
+    const first = spawn(hook, ['git', 'pack-objects', '--revs', '--stdout'], {
+      cwd: join(dir, 'repo'),
+      env: {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH}`,
+        FAKE_RUNS: join(dir, 'runs'),
+        FAKE_BYTES: String(4 * 1024 * 1024),
+      },
+    });
+    const firstDone = new Promise<number | null>((done) => first.on('close', done));
+    first.stdout.pause();
+    first.stdin.end(FULL);
+    try {
+      while ((await cached()).length === 0) await sleep(20);
+      const second = await runHook(['--revs', '--stdout'], FULL, { FAKE_BYTES: String(4 * 1024 * 1024) });
+      expect(second.code).toBe(0);
+      expect(second.stdout.length).toBe(
+        `PACK pack-objects --revs --stdout\n${FULL}`.length + 4 * 1024 * 1024,
+      );
+      expect(await runs()).toBe(1);
+    } finally {
+      first.stdout.resume();
+    }
+    expect(await firstDone).toBe(0);
   });
 
   it('keeps no pack when pack-objects fails, and passes its exit status on', async () => {

@@ -12,8 +12,8 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensurePackCacheHook, installPackCacheHook } from '../../../lib/git/packCacheHook.js';
 import { silentLogger } from '../../../lib/log.js';
-import { fullCloneOf } from '../../../lib/protocol/fullClone.js';
 import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
+import { repeatableFetchOf } from '../../../lib/protocol/repeatableFetch.js';
 import { answerCold } from '../../../lib/transfer/answerCold.js';
 import { answerFetch, type FetchDeps } from '../../../lib/transfer/answerFetch.js';
 import { answerWithPackCache } from '../../../lib/transfer/answerWithPackCache.js';
@@ -211,7 +211,7 @@ describe('answerWithPackCache', () => {
     const cache = new FakeCache(dir, { complete: true });
     const clonePacking = new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 });
     const bytes = v0Clone(f.main);
-    const clone = fullCloneOf(bytes, false);
+    const clone = repeatableFetchOf(bytes, false);
     const env = { NARWAL_CLONE_KEY: clone?.key ?? '' };
     const target = cache.target(loadedIndex());
     const first = await read(
@@ -244,6 +244,85 @@ describe('answerWithPackCache', () => {
     expect(await objectsIn(second.pack)).toContain(f.main);
     await expect.poll(() => cache.held).toBe(0);
   });
+});
+
+describe('answerWithPackCache, a shallow fetch', () => {
+  /** actions/checkout's request (protocol v2, `--depth=1`, no progress): no haves, `done`. */
+  const v2Depth = (oid: string) =>
+    request(
+      pkt('command=fetch\n'),
+      pkt('agent=git/2.39.5\n'),
+      pkt('object-format=sha1\n'),
+      '0001',
+      pkt('thin-pack\n'),
+      pkt('no-progress\n'),
+      pkt('ofs-delta\n'),
+      pkt('deepen 1\n'),
+      pkt(`want ${oid}\n`),
+      pkt('done\n'),
+      '0000',
+    );
+  /** The second request of a v0 `fetch --depth=1` over HTTP: the wants again, then `done`. */
+  const v0Depth = (oid: string) =>
+    request(
+      pkt(
+        `want ${oid} multi_ack_detailed no-done side-band-64k thin-pack no-progress ofs-delta agent=git/2.39.5\n`,
+      ),
+      pkt('deepen 1\n'),
+      '0000',
+      pkt('done\n'),
+    );
+  /** The answer's bytes up to the pack's first sideband packet. */
+  const beforePack = async (answer: Readable | Buffer) => {
+    const bytes = Buffer.isBuffer(answer) ? answer : Buffer.concat(await answer.toArray());
+    const at = bytes.indexOf(Buffer.from('\x01PACK', 'latin1'));
+    return bytes.subarray(0, at - 4).toString('latin1');
+  };
+
+  for (const [version, body, expected] of [
+    ['v2', v2Depth, (oid: string) => `0011shallow-info\n0034shallow ${oid}0001000dpackfile\n`],
+    ['v0', v0Depth, (oid: string) => `0034shallow ${oid}00000008NAK\n`],
+  ] as const) {
+    it(`replays the shallow boundary git sent before the pack, byte for byte, without git (${version})`, async () => {
+      const dir = await copyOf(f);
+      const hooks = await mkdtemp(join(tmpdir(), 'narwal-hooks-'));
+      const hook = await installPackCacheHook(hooks);
+      const withHook = { packObjectsHook: hook, ensureHooks: () => ensurePackCacheHook(hook) };
+      const cache = new FakeCache(dir, { complete: true });
+      const clonePacking = new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 });
+      const bytes = body(f.main);
+      const fetch = repeatableFetchOf(bytes, version === 'v2');
+      expect(fetch?.full).toBe(false);
+      const options = {
+        ...as,
+        protocol: version === 'v2' ? 'version=2' : undefined,
+        env: { NARWAL_CLONE_KEY: fetch?.key ?? '' },
+      };
+      const target = cache.target(loadedIndex());
+      const first = await answerWithPackCache(
+        { ...withHook, git: gitWith(f.home), cache, clonePacking },
+        target,
+        bytes,
+        fetch,
+        options,
+      );
+      const firstBytes = Buffer.concat(await (first as Readable).toArray());
+      expect(await beforePack(firstBytes)).toBe(expected(f.main));
+      await expect.poll(() => cache.held).toBe(0);
+      // No git slots: any git process would be refused.
+      const second = await answerWithPackCache(
+        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking },
+        target,
+        bytes,
+        fetch,
+        options,
+      );
+      const secondBytes = Buffer.concat(await (second as Readable).toArray());
+      expect(await beforePack(secondBytes)).toBe(expected(f.main));
+      expect((await read(secondBytes)).pack).toEqual((await read(firstBytes)).pack);
+      await expect.poll(() => cache.held).toBe(0);
+    });
+  }
 });
 
 describe('answerCold', () => {

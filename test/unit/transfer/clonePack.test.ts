@@ -96,13 +96,25 @@ describe('cached clone packs', () => {
   });
 
   it('opens nothing when there is no cached pack or it is too short to be one', async () => {
-    const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+    const clone = {
+      key: KEY,
+      version: 'v2',
+      preamble: 'packfile\n',
+      sidebandData: 65515,
+      linesSuffix: null,
+    } as const;
     expect(await openClonePack(await generationWith(null), clone)).toBeNull();
     expect(await openClonePack(await generationWith(Buffer.from('PACK')), clone)).toBeNull();
   });
 
   it('gives the generation back when the client goes away midway', async () => {
-    const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+    const clone = {
+      key: KEY,
+      version: 'v2',
+      preamble: 'packfile\n',
+      sidebandData: 65515,
+      linesSuffix: null,
+    } as const;
     const pack = await openClonePack(await generationWith(randomBytes(2_000_000)), clone);
     if (!pack) throw new Error('not opened');
     let done = 0;
@@ -123,7 +135,13 @@ describe('cached clone packs', () => {
 });
 
 describe('identical clones packing at once', () => {
-  const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+  const clone = {
+    key: KEY,
+    version: 'v2',
+    preamble: 'packfile\n',
+    sidebandData: 65515,
+    linesSuffix: null,
+  } as const;
 
   it('lets one clone pack and the others wait for its file', async () => {
     const dir = await generationWith(null);

@@ -1,0 +1,207 @@
+/**
+ * CI checkout storms: N jobs at once, each in a fresh `git init` repository running exactly the
+ * fetch actions/checkout runs (src/git-command-manager.ts: `git -c protocol.version=2 fetch
+ * --no-tags --prune --no-recurse-submodules --depth=1 origin +<sha>:refs/remotes/origin/<branch>`),
+ * or its partial-clone variant (`--filter=blob:none` instead of `--depth=1`). Every storm meets a
+ * commit pushed just before it, as CI jobs meet the push that started them, so no server has
+ * answered its question before. Measures jobs per second, the server's CPU (with its git
+ * children) per job, and per-job wall time.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { git, gitOk } from './gitClient.js';
+import { type CpuTimes, cpuDelta, totalCpu } from './procCpu.js';
+import type { BenchServer } from './servers.js';
+import { percentile } from './stats.js';
+
+export type CiFetchKind = 'depth=1' | 'filter=blob:none';
+
+export interface CiStormPlan {
+  /** What the report calls it: `1 job`, `8 identical`, `8 over 4 commits`, ... */
+  readonly name: string;
+  readonly kind: CiFetchKind;
+  readonly jobs: number;
+  /** How many new commits the jobs are spread over, round robin. */
+  readonly commits: number;
+}
+
+export interface CiStormResult {
+  readonly server: string;
+  readonly plan: CiStormPlan;
+  readonly failures: number;
+  readonly firstError?: string;
+  readonly elapsedMs: number;
+  readonly jobMs: number[];
+  readonly serverCpu: CpuTimes;
+  /** Whether the server was still before the storm (see waitForServerQuiet). */
+  quiet?: boolean;
+}
+
+export interface CiStormSummary {
+  readonly jobsPerSecond: number;
+  readonly serverCpuPerJobMs: number;
+  readonly serverCpuMs: number;
+  readonly p50Ms: number;
+  readonly p90Ms: number;
+}
+
+/** actions/checkout's fetch of `sha` as branch `branch`, depth 1 or filtered. */
+export function checkoutFetch(kind: CiFetchKind, sha: string, branch: string): string[] {
+  return [
+    '-c',
+    'protocol.version=2',
+    'fetch',
+    '--no-tags',
+    '--prune',
+    '--no-recurse-submodules',
+    kind === 'depth=1' ? '--depth=1' : '--filter=blob:none',
+    'origin',
+    `+${sha}:refs/remotes/origin/${branch}`,
+  ];
+}
+
+/**
+ * New commits for one storm, pushed to every server: a chain of `count` commits on top of `base`
+ * (each with its tree, so each depth-1 answer is a whole checkout), made in the peer's own
+ * repository and pushed from it to the others.
+ */
+export async function pushCiCommits(options: {
+  readonly peerRepo: string;
+  readonly home: string;
+  readonly servers: readonly BenchServer[];
+  readonly repo: string;
+  readonly branch: string;
+  readonly count: number;
+  /** The ref the commits go on top of. */
+  readonly base: string;
+}): Promise<string[]> {
+  const { peerRepo, home } = options;
+  const shas: string[] = [];
+  // The fixture's default branch (the bundle names no HEAD, so the peer's HEAD is unborn).
+  let parent = (
+    await gitOk(['rev-parse', '--verify', `${options.base}^{commit}`], { home, cwd: peerRepo })
+  ).stdout.trim();
+  const tree = (
+    await gitOk(['rev-parse', '--verify', `${options.base}^{tree}`], { home, cwd: peerRepo })
+  ).stdout.trim();
+  for (let i = 0; i < options.count; i++) {
+    const message = `ci ${options.branch} ${i}`;
+    parent = (
+      await gitOk(
+        [
+          '-c',
+          'user.name=bench',
+          '-c',
+          'user.email=bench@example.com',
+          'commit-tree',
+          tree,
+          '-p',
+          parent,
+          '-m',
+          message,
+        ],
+        {
+          home,
+          cwd: peerRepo,
+        },
+      )
+    ).stdout.trim();
+    shas.push(parent);
+  }
+  await gitOk(['update-ref', `refs/heads/${options.branch}`, parent], { home, cwd: peerRepo });
+  for (const server of options.servers) {
+    if (server.kind === 'peer') continue;
+    await gitOk(['push', '--quiet', server.repoUrl(options.repo), `refs/heads/${options.branch}`], {
+      home,
+      cwd: peerRepo,
+    });
+  }
+  return shas;
+}
+
+/**
+ * Waits until `server` (with its git children) has been still for a 2-second window, or for
+ * `timeoutMs`: after a push narwal prepares the new state and may write a checkpoint (a repack of
+ * the whole repository) in the background, which is not the storm's cost.
+ */
+export async function waitForServerQuiet(server: BenchServer, timeoutMs: number, signal?: AbortSignal) {
+  const started = performance.now();
+  for (;;) {
+    const before = server.cpu();
+    await sleep(2000, undefined, signal ? { signal } : {});
+    const busy = totalCpu(cpuDelta(before, server.cpu())) / 2;
+    if (busy <= 0.02) return true;
+    if (performance.now() - started >= timeoutMs) return false;
+  }
+}
+
+/** One storm of `plan.jobs` concurrent checkouts against `server`. */
+export async function ciStorm(options: {
+  readonly server: BenchServer;
+  readonly repo: string;
+  readonly plan: CiStormPlan;
+  readonly shas: readonly string[];
+  readonly branch: string;
+  readonly tmpRoot: string;
+  readonly home: string;
+  readonly signal?: AbortSignal;
+}): Promise<CiStormResult> {
+  const { server, plan, home } = options;
+  const url = server.repoUrl(options.repo);
+  // Each job's repository is made before the clock starts: only the fetch is the server's work.
+  const dirs = await Promise.all(
+    Array.from({ length: plan.jobs }, async () => {
+      const dir = await mkdtemp(join(options.tmpRoot, 'ci-'));
+      await gitOk(['init', '--quiet', dir], { home });
+      await gitOk(['remote', 'add', 'origin', url], { home, cwd: dir });
+      return dir;
+    }),
+  );
+  const jobMs: number[] = [];
+  let failures = 0;
+  let firstError: string | undefined;
+  const before = server.cpu();
+  const started = performance.now();
+  await Promise.all(
+    dirs.map(async (dir, i) => {
+      const sha = options.shas[i % options.shas.length] as string;
+      const out = await git(checkoutFetch(plan.kind, sha, options.branch), {
+        home,
+        cwd: dir,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      if (out.code === 0) jobMs.push(out.ms);
+      else {
+        failures++;
+        firstError ??= out.stderr.trim().split('\n').slice(-3).join(' / ');
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  // Let the server's last children (a pack cache hook finishing its file) be counted.
+  await sleep(200);
+  const serverCpu = cpuDelta(before, server.cpu());
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+  return {
+    server: server.name,
+    plan,
+    failures,
+    ...(firstError !== undefined ? { firstError } : {}),
+    elapsedMs,
+    jobMs,
+    serverCpu,
+  };
+}
+
+export function summarizeCi(result: CiStormResult): CiStormSummary {
+  const ok = Math.max(result.jobMs.length, 1);
+  const cpuMs = totalCpu(result.serverCpu) * 1000;
+  return {
+    jobsPerSecond: result.jobMs.length / (result.elapsedMs / 1000),
+    serverCpuMs: cpuMs,
+    serverCpuPerJobMs: cpuMs / ok,
+    p50Ms: percentile(result.jobMs, 50),
+    p90Ms: percentile(result.jobMs, 90),
+  };
+}
