@@ -6,6 +6,7 @@
  * per-file limit, and entries whose states differ (`@SEQ`).
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { commitFile, gitOk, workRepo } from './gitClient.js';
@@ -33,7 +34,54 @@ export const HTML_BRANCH = '<em>x</em>';
 export const HTML_TAG = 'x"><svg/onload=alert(1)>';
 export const EVIL_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script>document.documentElement.setAttribute('data-pwned', 'svg')</script><rect width="10" height="10"/></svg>`;
 export const EVIL_HTML = `<!doctype html><html><body><script>document.body.setAttribute('data-pwned', 'html')</script>raw html</body></html>`;
-export const LFS_POINTER = `version https://git-lfs.github.com/spec/v1\noid sha256:${'ab'.repeat(32)}\nsize 123456789\n`;
+/** The content behind lfs.bin's pointer: uploaded through the LFS API before the push that names it. */
+const LFS_CONTENT = Buffer.from('the bytes git-lfs keeps out of git\n');
+export const LFS_OID = createHash('sha256').update(LFS_CONTENT).digest('hex');
+export const LFS_POINTER = `version https://git-lfs.github.com/spec/v1\noid sha256:${LFS_OID}\nsize ${LFS_CONTENT.length}\n`;
+
+interface LfsAction {
+  readonly href: string;
+  readonly header?: Record<string, string>;
+}
+
+/** Uploads LFS_CONTENT as git-lfs would (batch, PUT, verify): a push naming a missing object is refused. */
+async function uploadLfsContent(pushUrl: string): Promise<void> {
+  const url = new URL(pushUrl);
+  const authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+  url.username = '';
+  url.password = '';
+  const lfsJson = 'application/vnd.git-lfs+json';
+  const batch = await fetch(`${url.href}/info/lfs/objects/batch`, {
+    method: 'POST',
+    headers: { authorization, accept: lfsJson, 'content-type': lfsJson },
+    body: JSON.stringify({
+      operation: 'upload',
+      transfers: ['basic'],
+      objects: [{ oid: LFS_OID, size: LFS_CONTENT.length }],
+    }),
+  });
+  if (!batch.ok) throw new Error(`LFS batch answered ${batch.status}: ${await batch.text()}`);
+  const answer = (await batch.json()) as {
+    objects: { actions?: { upload?: LfsAction; verify?: LfsAction } }[];
+  };
+  const actions = answer.objects[0]?.actions;
+  if (actions?.upload) {
+    const put = await fetch(actions.upload.href, {
+      method: 'PUT',
+      headers: { ...actions.upload.header },
+      body: LFS_CONTENT,
+    });
+    if (!put.ok) throw new Error(`LFS upload answered ${put.status}: ${await put.text()}`);
+  }
+  if (actions?.verify) {
+    const verify = await fetch(actions.verify.href, {
+      method: 'POST',
+      headers: { ...actions.verify.header, accept: lfsJson, 'content-type': lfsJson },
+      body: JSON.stringify({ oid: LFS_OID, size: LFS_CONTENT.length }),
+    });
+    if (!verify.ok) throw new Error(`LFS verify answered ${verify.status}: ${await verify.text()}`);
+  }
+}
 /** Commits appended after the first, so that the commit list has three pages (50 a page). */
 export const HISTORY_COMMITS = 120;
 /** Lines of the file whose diff is over the per-file limit (2,000 lines). */
@@ -79,6 +127,7 @@ export async function buildBrowseFixture(home: string, pushUrl: string): Promise
   await gitOk(['add', '-A'], { cwd: work, home });
   await gitOk(['commit', '-q', '-m', 'first'], { cwd: work, home });
   const first = (await gitOk(['rev-parse', 'HEAD'], { cwd: work, home })).trim();
+  await uploadLfsContent(pushUrl);
   await gitOk(['push', '-q', pushUrl, 'main'], { cwd: work, home });
 
   await fastImportHistory(work, home, first, HISTORY_COMMITS);

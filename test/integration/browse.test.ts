@@ -20,6 +20,7 @@ import {
   HISTORY_COMMITS,
   HTML_BRANCH,
   HTML_FILE_NAME,
+  LFS_OID,
   LFS_POINTER,
 } from '../helpers/browseFixture.js';
 import { commitFile, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
@@ -153,7 +154,7 @@ describe('the repository pages', () => {
     expect((await get(`/${REPO}/-/blob/main/bin.dat`)).text).toContain('Binary file');
     const lfs = await get(`/${REPO}/-/blob/main/lfs.bin`);
     expect(lfs.text).toContain('Git LFS pointer');
-    expect(lfs.text).toContain(`sha256:${'ab'.repeat(32)}`);
+    expect(lfs.text).toContain(`sha256:${LFS_OID}`);
     expect((await get(`/${REPO}/-/blob/main/evil.svg`)).text).toContain(
       `<img src="/${REPO}/-/raw/main/evil.svg"`,
     );
