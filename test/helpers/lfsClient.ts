@@ -9,11 +9,13 @@ import { mkdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { gitOk, makeHome } from './gitClient.js';
+import { ensureInstalled, GIT_LFS_CLIENT } from './systemPackages.js';
 
 export const GIT_LFS = '/usr/bin/git-lfs';
 
 /** A client home where `git lfs install --skip-repo` has put the filters in ~/.gitconfig. */
 export async function makeLfsHome(): Promise<string> {
+  await ensureInstalled(GIT_LFS_CLIENT);
   const home = await makeHome();
   await gitOk(['lfs', 'install', '--skip-repo'], { home });
   return home;

@@ -31,6 +31,13 @@ export const RGW: SystemRequirement = {
     .join(' && '),
 };
 
+/** Debian's Git LFS client (3.3), which the LFS tests drive (lfsClient.ts). */
+export const GIT_LFS_CLIENT: SystemRequirement = {
+  name: '/usr/bin/git-lfs',
+  packages: ['git-lfs'],
+  check: 'test -x /usr/bin/git-lfs',
+};
+
 /** chromium itself, and a font so that screenshots show text on a bare machine (chromium.ts). */
 export const CHROMIUM: SystemRequirement = {
   name: '/usr/bin/chromium',

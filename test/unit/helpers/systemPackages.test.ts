@@ -5,7 +5,13 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CHROMIUM, ensureInstalled, PYTHON_CLIENTS, RGW } from '../../helpers/systemPackages.js';
+import {
+  CHROMIUM,
+  ensureInstalled,
+  GIT_LFS_CLIENT,
+  PYTHON_CLIENTS,
+  RGW,
+} from '../../helpers/systemPackages.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 /** Spelled apart, so that this file does not count itself. */
@@ -24,7 +30,7 @@ describe('system packages', () => {
 
   it('are the ones .ci/run installs up front', async () => {
     const ci = await readFile(join(ROOT, '.ci/run'), 'utf8');
-    for (const requirement of [RGW, CHROMIUM, PYTHON_CLIENTS.dulwich, PYTHON_CLIENTS.pygit2])
+    for (const requirement of [RGW, CHROMIUM, GIT_LFS_CLIENT, PYTHON_CLIENTS.dulwich, PYTHON_CLIENTS.pygit2])
       for (const pkg of requirement.packages)
         expect(ci, `${pkg} in .ci/run`).toMatch(new RegExp(`\\b${pkg}\\b`));
   });
