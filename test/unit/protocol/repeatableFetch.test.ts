@@ -3,7 +3,6 @@
  * share an answer.
  */
 import { describe, expect, it } from 'vitest';
-import { fullCloneOf } from '../../../lib/protocol/fullClone.js';
 import { repeatableFetchOf } from '../../../lib/protocol/repeatableFetch.js';
 
 const A = '1baf81a32dc8367c5d58cd6e3b6fc7e635852967';
@@ -57,7 +56,7 @@ describe('repeatableFetchOf', () => {
     expect(aba?.key).toBe(ab?.key);
   });
 
-  it('recognises a partial clone, and names a full clone as fullCloneOf does', () => {
+  it('recognises a partial clone, apart from the full clone of the same wants', () => {
     const filtered = repeatableFetchOf(
       v2([
         'thin-pack',
@@ -72,7 +71,7 @@ describe('repeatableFetchOf', () => {
     );
     expect(filtered).toMatchObject({ shallow: false, full: false });
     const clone = v2(['thin-pack', 'no-progress', 'ofs-delta', `want ${A}\n`, `want ${B}\n`, 'done\n']);
-    expect(repeatableFetchOf(clone, true)).toMatchObject({ full: true, key: fullCloneOf(clone, true)?.key });
+    expect(repeatableFetchOf(clone, true)).toMatchObject({ full: true, shallow: false });
     expect(filtered?.key).not.toBe(repeatableFetchOf(clone, true)?.key);
   });
 
@@ -107,6 +106,27 @@ describe('repeatableFetchOf', () => {
       true,
     );
     expect(uris).toMatchObject({ full: true, uriProtocols: ['http', 'https'] });
+  });
+
+  it('gives a full clone over v0 the key of the same clone over v2, framed for the sideband asked for', () => {
+    const caps = 'multi_ack_detailed side-band-64k thin-pack no-progress ofs-delta agent=git/2.39.5';
+    const v0Clone = (capabilities: string, extra: string[] = []) =>
+      body(pkt(`want ${A} ${capabilities}\n`), pkt(`want ${B}\n`), ...extra.map(pkt), '0000', pkt('done\n'));
+    const v2Clone = v2(['thin-pack', 'no-progress', 'ofs-delta', `want ${A}\n`, `want ${B}\n`, 'done\n']);
+    const key = repeatableFetchOf(v2Clone, true)?.key;
+    expect(repeatableFetchOf(v0Clone(caps), false)).toMatchObject({ version: 'v0', full: true, key });
+    expect(repeatableFetchOf(v0Clone('multi_ack side-band thin-pack ofs-delta'), false)?.sidebandData).toBe(
+      995,
+    );
+    expect(repeatableFetchOf(v0Clone('multi_ack thin-pack ofs-delta'), false)).toBeNull();
+    expect(repeatableFetchOf(v0Clone(caps, [`have ${B}\n`]), false)).toBeNull();
+    expect(repeatableFetchOf(v0Clone('side-band-64k object-format=sha256'), false)).toBeNull();
+    expect(repeatableFetchOf(v0Clone('side-band-64k some-new-capability'), false)).toBeNull();
+    const withArgs = (args: string[]) => v2([...args, `want ${A}\n`, `want ${B}\n`, 'done\n']);
+    expect(repeatableFetchOf(withArgs(['ofs-delta']), true)?.key).toBe(key);
+    expect(repeatableFetchOf(withArgs(['thin-pack', 'ofs-delta']), true)?.key).toBe(key);
+    expect(repeatableFetchOf(withArgs(['ofs-delta', 'include-tag']), true)?.key).not.toBe(key);
+    expect(repeatableFetchOf(withArgs(['no-progress']), true)?.key).not.toBe(key);
   });
 
   it('recognises the second request of a v0 shallow fetch (with done), not the first', () => {

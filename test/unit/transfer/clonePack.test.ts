@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../../../lib/git/packCacheHook.js';
-import type { FullClone } from '../../../lib/protocol/fullClone.js';
 import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
+import type { CachedFetch } from '../../../lib/transfer/clonePack.js';
 import { ClonePacking, clonePackBody, openClonePack } from '../../../lib/transfer/clonePack.js';
 
 const KEY = 'ab'.repeat(32);
@@ -18,7 +18,10 @@ async function generationWith(content: Buffer | null): Promise<string> {
   return dir;
 }
 
-async function answer(clone: FullClone, content: Buffer): Promise<{ packets: PktLine[]; done: number }> {
+async function answer(
+  clone: Pick<CachedFetch, 'key' | 'preamble' | 'sidebandData'>,
+  content: Buffer,
+): Promise<{ packets: PktLine[]; done: number }> {
   const dir = await generationWith(content);
   const pack = await openClonePack(dir, clone);
   if (!pack) throw new Error('not opened');
