@@ -13,7 +13,7 @@
  *   1,000 the store lacks.
  */
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { mapLimit } from '../lib/util/mapLimit.js';
+import { writeRandomFile } from '../test/helpers/lfsClient.js';
 import { gitOk } from './gitClient.js';
 import { type BenchServer, startNarwal } from './servers.js';
 import { median } from './stats.js';
@@ -272,21 +273,6 @@ function headers(action: Action): string[] {
 
 async function curl(args: string[]): Promise<void> {
   await run('curl', ['-sS', '--fail-with-body', ...args], { maxBuffer: 1024 * 1024 });
-}
-
-/** Random bytes in 1 MiB pieces (never the whole file in memory); returns their SHA-256. */
-async function writeRandomFile(path: string, size: number): Promise<string> {
-  const hash = createHash('sha256');
-  async function* pieces() {
-    for (let left = size; left > 0; ) {
-      const piece = randomBytes(Math.min(left, 1024 * 1024));
-      hash.update(piece);
-      left -= piece.length;
-      yield piece;
-    }
-  }
-  await pipeline(pieces, createWriteStream(path));
-  return hash.digest('hex');
 }
 
 async function timed(work: () => Promise<unknown>): Promise<number> {
