@@ -1,28 +1,33 @@
-import type { GitRunner } from './GitRunner.js';
+import type { ReceivedObjects } from './receivedObjects.js';
+
+/** Tags of tags deeper than this are left unpeeled (git's own peel has no limit; nobody nests so). */
+const MAX_DEPTH = 64;
 
 /**
- * What each annotated tag among `oids` peels to (one `git cat-file` for all of them; other
- * objects are absent from the result), asked in the repository at `dir`. The log records it so
- * that a generation's packed-refs can carry peeled values and git can advertise refs before any
- * pack is downloaded.
+ * What each annotated tag among `oids` peels to (other objects are absent from the result): the
+ * object its `object` header names, followed through tags of tags. The log records it so that a
+ * generation's packed-refs can carry peeled values and git can advertise refs before any pack is
+ * downloaded. A push's own objects are read from its packs; others are asked of git.
  */
 export async function peelTags(
-  git: GitRunner,
-  dir: string,
+  objects: ReceivedObjects,
   oids: readonly string[],
 ): Promise<Map<string, string>> {
-  const unique = [...new Set(oids)];
-  if (unique.length === 0) return new Map();
-  const output = await git.check(['cat-file', '--batch-check=%(objectname)'], {
-    cwd: dir,
-    withinSlot: true,
-    input: unique.map((oid) => `${oid}^{}\n`).join(''),
-  });
-  const lines = output.toString('utf8').split('\n');
   const peeled = new Map<string, string>();
-  unique.forEach((oid, i) => {
-    const target = lines[i]?.trim();
-    if (target && /^[0-9a-f]{40,64}$/.test(target) && target !== oid) peeled.set(oid, target);
-  });
+  /** Each tag still being peeled, by the object it has reached so far. */
+  let reached = new Map<string, string>([...new Set(oids)].map((oid) => [oid, oid]));
+  for (let depth = 0; depth < MAX_DEPTH && reached.size > 0; depth++) {
+    const infos = await objects.infos([...reached.values()]);
+    const tags = [...reached].filter(([, at]) => infos.get(at)?.type === 'tag');
+    for (const [oid, at] of reached) if (infos.get(at)?.type !== 'tag' && at !== oid) peeled.set(oid, at);
+    if (tags.length === 0) break;
+    const bodies = await objects.contents(tags.map(([, at]) => at));
+    const next = new Map<string, string>();
+    for (const [oid, at] of tags) {
+      const target = /^object ([0-9a-f]{40,64})\n/.exec(bodies.get(at)?.toString('latin1') ?? '')?.[1];
+      if (target) next.set(oid, target);
+    }
+    reached = next;
+  }
   return peeled;
 }

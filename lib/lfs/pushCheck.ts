@@ -7,16 +7,16 @@
  * refusal off (pointers are still looked up and recorded, for the orphan sweep).
  */
 import type { GitRunner } from '../git/GitRunner.js';
+import type { ReceivedObjects } from '../git/receivedObjects.js';
 import { mapLimit } from '../util/mapLimit.js';
 import type { LfsObjects } from './LfsObjects.js';
 import type { Pointer } from './pointer.js';
-import { packObjectIds, pointersAmong } from './pointerScan.js';
+import { pointersAmong } from './pointerScan.js';
 
 export interface PushedObjects {
   readonly repo: string;
-  /** The repository the push was received into (its new packs, the cache's objects beside). */
-  readonly dir: string;
-  readonly packs: readonly { readonly idxPath: string }[];
+  /** The objects the push received, and the repository it was received into. */
+  readonly objects: ReceivedObjects;
   readonly commands: readonly { readonly ref: string; readonly newOid: string }[];
   /** Refuse refs that reach missing objects (the repository's setting); else only record. */
   readonly enforce: boolean;
@@ -44,8 +44,7 @@ export class LfsPushCheck {
   }
 
   async check(push: PushedObjects): Promise<PushObjectsVerdict> {
-    const oids = (await Promise.all(push.packs.map((p) => packObjectIds(p.idxPath)))).flat();
-    const blobs = await pointersAmong(this.#git, push.dir, oids);
+    const blobs = await pointersAmong(push.objects, await push.objects.received());
     const byOid = new Map<string, Pointer>();
     for (const pointer of blobs.values()) byOid.set(pointer.oid, pointer);
     const pointers = [...byOid.keys()].sort();
@@ -63,7 +62,7 @@ export class LfsPushCheck {
     const refused = new Map<string, string>();
     for (const command of push.commands) {
       if (/^0+$/.test(command.newOid)) continue;
-      const reached = await this.#reached(push.dir, command.newOid, missingBlobs);
+      const reached = await this.#reached(push.objects.dir, command.newOid, missingBlobs);
       if (reached.length > 0) refused.set(command.ref, refusal(reached));
     }
     return { pointers, refused };

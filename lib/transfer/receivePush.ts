@@ -15,6 +15,7 @@ import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
 import { fastForwards, pairKey } from '../git/fastForwards.js';
 import type { GitRunner } from '../git/GitRunner.js';
 import { peelTags } from '../git/peelTags.js';
+import { ReceivedObjects } from '../git/receivedObjects.js';
 import { receivePackConfig } from '../git/receivePackConfig.js';
 import { createEmptyBase, createScratchRepo, type ReceivedPack } from '../git/scratchRepo.js';
 import { type Logger, serializeError } from '../log.js';
@@ -81,8 +82,8 @@ export interface PushDeps {
 export interface PushObjectCheck {
   check(push: {
     readonly repo: string;
-    readonly dir: string;
-    readonly packs: readonly { readonly idxPath: string }[];
+    /** The objects the push received, and the repository it was received into. */
+    readonly objects: ReceivedObjects;
     readonly commands: readonly { readonly ref: string; readonly newOid: string }[];
     /** Refuse refs (else only record what the objects point at). */
     readonly enforce: boolean;
@@ -256,10 +257,12 @@ async function receiveInto(
     try {
       // Refs refused for what their new objects point at (Git LFS objects the store lacks) are
       // decided before anything is created or published; an atomic push then lands nothing.
+      // The push's packs, read once in this process for every question its checks ask.
+      const packs = commands.some((c) => !/^0+$/.test(c.newOid)) ? await scratch.packs() : [];
+      const received = await ReceivedObjects.open(deps.git, scratch.dir, packs);
       const objects = await deps.pushObjects?.check({
         repo,
-        dir: scratch.dir,
-        packs: commands.some((c) => !/^0+$/.test(c.newOid)) ? await scratch.packs() : [],
+        objects: received,
         commands,
         enforce: request.loaded.index.settings?.lfsPushCheck !== false,
       });
@@ -288,8 +291,10 @@ async function receiveInto(
         commands: accepted,
         atomic,
         who: request.who,
-        scratch,
+        packs,
+        received,
         git: deps.git,
+        dir: scratch.dir,
         rules: request.loaded.index.protection,
         ...(objects ? { pointers: objects.pointers } : {}),
       });
@@ -333,15 +338,18 @@ async function publishPush(
     commands: ProcReceiveCommand[];
     atomic: boolean;
     who: Identity;
-    scratch: { dir: string; packs(): Promise<ReceivedPack[]> };
+    /** The packs the push sent, and their objects. */
+    packs: readonly ReceivedPack[];
+    received: ReceivedObjects;
     git: GitRunner;
+    dir: string;
     rules: readonly ProtectionRule[] | undefined;
     /** The Git LFS objects the push's new objects point at, once they were looked for. */
     pointers?: readonly string[];
   },
 ): Promise<ProcReceiveResult[]> {
   const live = push.commands.filter((c) => !/^0+$/.test(c.newOid));
-  const packs = live.length > 0 ? await push.scratch.packs() : [];
+  const packs = live.length > 0 ? push.packs : [];
   // Uploaded while the publisher decides and writes the entry; its CAS waits for them.
   const stored = Promise.all(
     packs.flatMap((p) => [
@@ -352,8 +360,7 @@ async function publishPush(
   stored.catch(() => {});
   const [peeled, forwards] = await Promise.all([
     peelTags(
-      push.git,
-      push.scratch.dir,
+      push.received,
       live.map((c) => c.newOid),
     ),
     // Protection rules may deny force-pushes: whether each update is one is a question for git,
@@ -361,7 +368,7 @@ async function publishPush(
     // rules change before the CAS, the publisher refuses an unanswered one with "push again".
     fastForwards(
       push.git,
-      push.scratch.dir,
+      push.dir,
       push.commands.filter((c) => push.rules?.some((r) => r.denyForce && matchesRef(r.pattern, c.ref))),
     ),
   ]);
