@@ -25,6 +25,7 @@ import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { ensureHooks, installHooks } from './git/hookScript.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
+import { ScratchRepos } from './git/scratchRepo.js';
 import { History } from './history/History.js';
 import { browsePageCache } from './http/browseRoutes.js';
 import { ChunkedPushNotes } from './http/chunkedPushes.js';
@@ -210,6 +211,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),
     gitAgent,
     scratchRoot,
+    scratchRepos: new ScratchRepos(scratchRoot),
     afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,

@@ -5,9 +5,9 @@
  * cache, so the cache only ever holds objects that the log names: a refused or failed push leaves
  * nothing behind that a later connectivity check or push negotiation could mistake for published.
  */
-import { randomUUID } from 'node:crypto';
-import { link, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createHash, randomUUID } from 'node:crypto';
+import { link, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 
 export interface ReceivedPack {
   readonly name: string;
@@ -38,19 +38,122 @@ export async function createEmptyBase(
   return { dir, name: 'unborn', objects, release: () => rm(dir, { recursive: true, force: true }) };
 }
 
-export async function createScratchRepo(
-  root: string,
-  generation: { dir: string; objects: string },
-): Promise<ScratchRepo> {
+/**
+ * Makes scratch repositories, keeping a few bare skeletons (directories, HEAD, config) made ahead
+ * of the pushes that will use them: creating a directory or a file costs a few hundred
+ * microseconds on a journaling file system, and a push would otherwise wait for nine of them
+ * one after another before receive-pack could start. What depends on the push - the objects it
+ * borrows, the refs snapshot - is added when it takes one. A skeleton is made under the node's
+ * scratch root of the moment and used only while that is still the root: a node that had to claim
+ * a new directory leaves the old skeletons to the sweep of expired node directories.
+ */
+export class ScratchRepos {
+  readonly #root: () => Promise<string>;
+  readonly #spares: { readonly root: string; readonly dir: string }[] = [];
+  readonly #keep: number;
+  #making = 0;
+  /** An alternates file per object store, under the root it was made in, hard-linked into each repository. */
+  readonly #alternates = new Map<string, string>();
+
+  constructor(root: () => Promise<string>, options: { spares?: number } = {}) {
+    this.#root = root;
+    this.#keep = options.spares ?? 2;
+  }
+
+  /** A repository for one push that borrows `generation`'s objects and starts from its refs. */
+  async create(generation: { dir: string; objects: string }): Promise<ScratchRepo> {
+    const root = await this.#root();
+    const spare = this.#take(root);
+    this.#refill();
+    const alternates = await this.#alternatesFile(root, generation.objects);
+    if (spare !== undefined) {
+      try {
+        return await fill(spare, generation, alternates);
+      } catch (error) {
+        // Gone from under us (the cache deleted by hand, say), or the generation's refs were:
+        // a new skeleton tells which.
+        if (!isCode(error, 'ENOENT')) throw error;
+      }
+    }
+    try {
+      return await fill(await makeSkeleton(root), generation, alternates);
+    } catch (error) {
+      // The shared alternates file may have gone with the directory: make it again, once.
+      if (!isCode(error, 'ENOENT')) throw error;
+      this.#alternates.delete(generation.objects);
+      return fill(await makeSkeleton(root), generation, await this.#alternatesFile(root, generation.objects));
+    }
+  }
+
+  /**
+   * A file that says "borrow `objects`": a link to it costs a fraction of a new file, and every
+   * push to a repository borrows the same objects.
+   */
+  async #alternatesFile(root: string, objects: string): Promise<string> {
+    const known = this.#alternates.get(objects);
+    if (known !== undefined && dirname(known) === root) return known;
+    const path = join(root, `alternates-${createHash('sha256').update(objects).digest('hex').slice(0, 16)}`);
+    const temp = `${path}.${randomUUID()}`;
+    await writeFile(temp, `${objects}\n`);
+    await rename(temp, path);
+    this.#alternates.set(objects, path);
+    return path;
+  }
+
+  #take(root: string): string | undefined {
+    for (let spare = this.#spares.pop(); spare !== undefined; spare = this.#spares.pop())
+      if (spare.root === root) return spare.dir;
+    return undefined;
+  }
+
+  /** Makes skeletons in the background, up to the number kept; a failure only leaves fewer. */
+  #refill(): void {
+    while (this.#spares.length + this.#making < this.#keep) {
+      this.#making++;
+      void this.#root()
+        .then(async (root) => this.#spares.push({ root, dir: await makeSkeleton(root) }))
+        .catch(() => {})
+        .finally(() => this.#making--);
+    }
+  }
+}
+
+/** A repository with no objects, no refs and no alternates, under `root`. */
+async function makeSkeleton(root: string): Promise<string> {
   const dir = join(root, `${randomUUID()}.git`);
-  await mkdir(join(dir, 'objects', 'info'), { recursive: true });
-  await mkdir(join(dir, 'objects', 'pack'));
-  await mkdir(join(dir, 'refs'));
-  await writeFile(join(dir, 'HEAD'), 'ref: refs/heads/main\n');
-  await writeFile(join(dir, 'config'), '[core]\n\trepositoryformatversion = 0\n\tbare = true\n');
-  await writeFile(join(dir, 'objects', 'info', 'alternates'), `${generation.objects}\n`);
-  // A generation never changes, so a hard link of its refs is a stable snapshot.
-  await link(join(generation.dir, 'packed-refs'), join(dir, 'packed-refs'));
+  await mkdir(join(dir, 'objects'), { recursive: true });
+  await Promise.all([
+    mkdir(join(dir, 'objects', 'info')),
+    mkdir(join(dir, 'objects', 'pack')),
+    mkdir(join(dir, 'refs')),
+    writeFile(join(dir, 'HEAD'), 'ref: refs/heads/main\n'),
+    writeFile(join(dir, 'config'), '[core]\n\trepositoryformatversion = 0\n\tbare = true\n'),
+  ]);
+  return dir;
+}
+
+/** Makes a skeleton at `dir` a scratch repository of `generation`. */
+async function fill(
+  dir: string,
+  generation: { dir: string; objects: string },
+  alternates: string,
+): Promise<ScratchRepo> {
+  await Promise.all([
+    link(alternates, join(dir, 'objects', 'info', 'alternates')),
+    // A generation never changes, so a hard link of its refs is a stable snapshot.
+    link(join(generation.dir, 'packed-refs'), join(dir, 'packed-refs')),
+  ]).catch(async (error: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  });
+  return scratchOf(dir);
+}
+
+function isCode(error: unknown, code: string): boolean {
+  return error instanceof Error && 'code' in error && error.code === code;
+}
+
+function scratchOf(dir: string): ScratchRepo {
   return {
     dir,
     async packs() {

@@ -17,7 +17,7 @@ import type { GitRunner } from '../git/GitRunner.js';
 import { peelTags } from '../git/peelTags.js';
 import { ReceivedObjects } from '../git/receivedObjects.js';
 import { receivePackConfig } from '../git/receivePackConfig.js';
-import { createEmptyBase, createScratchRepo, type ReceivedPack } from '../git/scratchRepo.js';
+import { createEmptyBase, type ReceivedPack, type ScratchRepo } from '../git/scratchRepo.js';
 import { type Logger, serializeError } from '../log.js';
 import { matchesRef, type ProtectionRule } from '../policy/protectionRules.js';
 import {
@@ -68,6 +68,8 @@ export interface PushDeps {
   readonly ensureHooks: () => Promise<void>;
   /** The node's scratch directory, made sure to exist and to be its own (cache/nodeDir.ts). */
   readonly scratchRoot: () => Promise<string>;
+  /** Makes the private repository each push is received into (git/scratchRepo.ts). */
+  readonly scratchRepos: { create(generation: { dir: string; objects: string }): Promise<ScratchRepo> };
   readonly maxHeadBytes: number;
   readonly maxCommands: number;
   readonly logger: Logger;
@@ -212,9 +214,9 @@ async function receiveInto(
   cleanup: () => Promise<void> = async () => {},
 ): Promise<ReceiveOutcome> {
   const { repo } = request;
-  let scratch: Awaited<ReturnType<typeof createScratchRepo>>;
+  let scratch: ScratchRepo;
   try {
-    scratch = await createScratchRepo(await deps.scratchRoot(), generation);
+    scratch = await deps.scratchRepos.create(generation);
   } catch (error) {
     await Promise.all([generation.release(), cleanup()]);
     throw error;

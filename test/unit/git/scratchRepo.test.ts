@@ -1,0 +1,143 @@
+/**
+ * Scratch repositories: what git sees in one (the generation's objects and refs, nothing else),
+ * the skeletons kept ahead of pushes, and what happens when their directory goes away or the
+ * node's scratch root changes.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ScratchRepos } from '../../../lib/git/scratchRepo.js';
+
+let root: string;
+let generation: { dir: string; objects: string };
+let commit: string;
+const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+const git = (cwd: string, args: string[]) => execFileSync('git', args, { cwd, env }).toString('utf8').trim();
+
+/** Skeletons under `dir` that no push has taken: no packed-refs in them yet. */
+async function spares(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((n) => n.endsWith('.git'));
+  const free = await Promise.all(
+    names.map(async (n) => ((await stat(join(dir, n, 'packed-refs')).catch(() => null)) === null ? n : null)),
+  );
+  return free.filter((n): n is string => n !== null);
+}
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const value = await read();
+    if (ok(value)) return value;
+    await sleep(10);
+  }
+  throw new Error('condition never held');
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'narwal-scratch-'));
+  // A "generation": a bare repository whose objects live elsewhere, as the cache lays them out.
+  const source = join(root, 'source');
+  git(root, ['init', '-q', '-b', 'main', source]);
+  execFileSync(
+    'git',
+    ['-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-q', '--allow-empty', '-m', 'x'],
+    {
+      cwd: source,
+      env,
+    },
+  );
+  commit = git(source, ['rev-parse', 'HEAD']);
+  git(source, ['pack-refs', '--all']);
+  generation = { dir: join(source, '.git'), objects: join(source, '.git', 'objects') };
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('ScratchRepos', () => {
+  it("makes a repository git accepts, borrowing the generation's objects and starting from its refs", async () => {
+    const scratchRoot = join(root, 'a');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot);
+    const scratch = await repos.create(generation);
+    expect(git(scratch.dir, ['rev-parse', '--is-bare-repository'])).toBe('true');
+    expect(git(scratch.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
+    expect(git(scratch.dir, ['cat-file', '-t', commit])).toBe('commit');
+    expect(await readFile(join(scratch.dir, 'objects', 'info', 'alternates'), 'utf8')).toBe(
+      `${generation.objects}\n`,
+    );
+    expect(await scratch.packs()).toEqual([]);
+    await scratch.remove();
+    // Removing it leaves the generation's refs and the shared alternates file where they were.
+    expect(git(generation.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
+    expect((await readdir(scratchRoot)).filter((n) => n.startsWith('alternates-'))).toHaveLength(1);
+  });
+
+  it('keeps skeletons ready, and a push takes one of them', async () => {
+    const scratchRoot = join(root, 'b');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 2 });
+    await repos.create(generation);
+    const ready = await until(
+      () => spares(scratchRoot),
+      (s) => s.length === 2,
+    );
+    const scratch = await repos.create(generation);
+    expect(ready).toContain(scratch.dir.slice(scratchRoot.length + 1));
+    expect(git(scratch.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
+    // And makes another in its place.
+    await until(
+      () => spares(scratchRoot),
+      (s) => s.length === 2,
+    );
+  });
+
+  it('makes a new one when its skeletons or its alternates file went away', async () => {
+    const scratchRoot = join(root, 'c');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 1 });
+    await repos.create(generation);
+    const [spare] = await until(
+      () => spares(scratchRoot),
+      (s) => s.length === 1,
+    );
+    await rm(join(scratchRoot, spare ?? ''), { recursive: true });
+    const [alternates] = (await readdir(scratchRoot)).filter((n) => n.startsWith('alternates-'));
+    await unlink(join(scratchRoot, alternates ?? ''));
+    const scratch = await repos.create(generation);
+    expect(scratch.dir.endsWith(spare ?? '')).toBe(false);
+    expect(git(scratch.dir, ['cat-file', '-t', commit])).toBe('commit');
+  });
+
+  it("uses only skeletons made under the node's current scratch root", async () => {
+    const first = join(root, 'd1');
+    const second = join(root, 'd2');
+    await Promise.all([mkdir(first), mkdir(second)]);
+    let current = first;
+    const repos = new ScratchRepos(async () => current, { spares: 2 });
+    await repos.create(generation);
+    await until(
+      () => spares(first),
+      (s) => s.length === 2,
+    );
+    current = second;
+    const scratch = await repos.create(generation);
+    expect(scratch.dir.startsWith(`${second}/`)).toBe(true);
+    expect(git(scratch.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
+  });
+
+  it('refuses a generation whose refs are gone, and leaves nothing of the attempt', async () => {
+    const scratchRoot = join(root, 'e');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 0 });
+    await expect(
+      repos.create({ dir: join(root, 'missing'), objects: generation.objects }),
+    ).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
+    expect((await readdir(scratchRoot)).filter((n) => n.endsWith('.git'))).toEqual([]);
+  });
+});
