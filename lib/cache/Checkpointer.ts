@@ -184,7 +184,7 @@ export class Checkpointer {
             );
             if (size < 0) return;
             if (ext === 'pack') bytes += size;
-            await putImmutable(wal.store, packKey(repo, name, ext), { path, size });
+            await putImmutable(wal.store, packKey(repo, name, ext), { path, size, immutable: true });
           }),
         ),
       );

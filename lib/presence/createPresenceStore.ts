@@ -31,7 +31,8 @@ export async function createPresenceStore(
 ): Promise<PresenceStore> {
   const { presence } = settings;
   if (presence.kind === 'local') {
-    const local = new FsObjectStore(join(settings.cacheDir, 'presence'));
+    // Records come and go under one directory per repository: keep those directories.
+    const local = new FsObjectStore(join(settings.cacheDir, 'presence'), { keepEmptyDirs: true });
     return new ObjectPresenceStore({
       store: trace ? new TracingObjectStore(local, 'presence', trace) : local,
       now,

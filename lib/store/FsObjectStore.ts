@@ -69,8 +69,15 @@ export class FsObjectStore implements ObjectStore {
   readonly #objects: string;
   readonly #tmp: string;
   readonly #locks: string;
+  readonly #keepEmptyDirs: boolean;
 
-  constructor(root: string) {
+  /**
+   * `keepEmptyDirs`: leave the directories a delete empties, for a store whose keys come and go
+   * under a bounded set of prefixes (presence records, one directory per repository): making and
+   * removing a directory costs more than the record itself.
+   */
+  constructor(root: string, options: { keepEmptyDirs?: boolean } = {}) {
+    this.#keepEmptyDirs = options.keepEmptyDirs ?? false;
     this.#objects = join(root, 'objects');
     this.#tmp = join(root, 'tmp');
     this.#locks = join(root, 'locks');
@@ -218,6 +225,7 @@ export class FsObjectStore implements ObjectStore {
     } catch (error) {
       if (!isCode(error, 'ENOENT')) throw this.#translate(error, key);
     }
+    if (this.#keepEmptyDirs) return;
     // S3 has no directories: don't leave empty ones behind (short-lived keys would pile them up).
     for (let dir = dirname(path); dir.startsWith(`${this.#objects}${sep}`); dir = dirname(dir)) {
       if (
@@ -241,7 +249,7 @@ export class FsObjectStore implements ObjectStore {
 
   async #replaceIfMatch(tempPath: string, path: string, key: string, ifMatch: string): Promise<void> {
     const lock = join(this.#locks, createHash('sha1').update(key).digest('hex'));
-    await this.#acquire(lock, key);
+    await this.#acquire(lock, key, tempPath);
     try {
       let current: Buffer;
       try {
@@ -257,15 +265,21 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async #acquire(lock: string, key: string): Promise<void> {
-    await mkdir(this.#locks, { recursive: true });
-    for (let attempt = 0; attempt < 2; attempt++) {
+  /**
+   * Takes the key's lock: a hard link to the staged body, made only if no lock is there (a link
+   * is atomic like O_EXCL, and costs a fraction of creating a file). Its age is the staged
+   * body's, written moments before.
+   */
+  async #acquire(lock: string, key: string, staged: string): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const handle = await open(lock, 'wx');
-        await handle.writeFile(`${process.pid}\n`);
-        await handle.close();
+        await link(staged, lock);
         return;
       } catch (error) {
+        if (isCode(error, 'ENOENT')) {
+          await mkdir(this.#locks, { recursive: true });
+          continue;
+        }
         if (!isCode(error, 'EEXIST')) throw this.#translate(error, key);
         const age = await stat(lock).then(
           (s) => Date.now() - s.mtimeMs,
@@ -286,7 +300,7 @@ export class FsObjectStore implements ObjectStore {
       await writeFile(path, body);
       return { path, etag: etagOf(body) };
     }
-    await copyFile(body.path, path);
+    if (!(body.immutable && (await linked(body.path, path)))) await copyFile(body.path, path);
     return { path, etag: await fileEtag(body) };
   }
 
@@ -357,4 +371,15 @@ function sameEtag(a: string, b: string): boolean {
 
 function isCode(error: unknown, code: string): boolean {
   return error instanceof Error && 'code' in error && error.code === code;
+}
+
+/** Links `from` at `to`; false when the file system cannot (another device, no hard links). */
+async function linked(from: string, to: string): Promise<boolean> {
+  try {
+    await link(from, to);
+    return true;
+  } catch (error) {
+    if (isCode(error, 'EXDEV') || isCode(error, 'EPERM') || isCode(error, 'EMLINK')) return false;
+    throw error;
+  }
 }

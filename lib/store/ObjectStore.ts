@@ -14,6 +14,11 @@ import type { Readable } from 'node:stream';
 export interface FileBody {
   readonly path: string;
   readonly size: number;
+  /**
+   * The file is never written again (a pack git wrote): a store may keep it by reference rather
+   * than copy it (the embedded store hard-links it when the file system allows).
+   */
+  readonly immutable?: boolean;
 }
 
 export type PutBody = Buffer | FileBody;

@@ -355,8 +355,16 @@ async function publishPush(
   // Uploaded while the publisher decides and writes the entry; its CAS waits for them.
   const stored = Promise.all(
     packs.flatMap((p) => [
-      putImmutable(deps.store, packKey(push.repo, p.name, 'pack'), { path: p.packPath, size: p.packSize }),
-      putImmutable(deps.store, packKey(push.repo, p.name, 'idx'), { path: p.idxPath, size: p.idxSize }),
+      putImmutable(deps.store, packKey(push.repo, p.name, 'pack'), {
+        path: p.packPath,
+        size: p.packSize,
+        immutable: true,
+      }),
+      putImmutable(deps.store, packKey(push.repo, p.name, 'idx'), {
+        path: p.idxPath,
+        size: p.idxSize,
+        immutable: true,
+      }),
     ]),
   ).then(() => {});
   stored.catch(() => {});

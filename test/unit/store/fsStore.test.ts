@@ -1,4 +1,5 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,14 @@ import { describeObjectStoreConformance } from '../../helpers/storeConformance.j
 describeObjectStoreConformance('filesystem', async () => {
   const root = await mkdtemp(join(tmpdir(), 'narwal-fs-store-'));
   return { store: new FsObjectStore(root), cleanup: () => rm(root, { recursive: true, force: true }) };
+});
+
+describeObjectStoreConformance('filesystem, keeping empty directories', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'narwal-fs-store-keep-'));
+  return {
+    store: new FsObjectStore(root, { keepEmptyDirs: true }),
+    cleanup: () => rm(root, { recursive: true, force: true }),
+  };
 });
 
 describe('filesystem store layout', () => {
@@ -22,6 +31,79 @@ describe('filesystem store layout', () => {
       await store.put('a/b/c/leaf', Buffer.from('again'), { ifNoneMatch: '*' });
       const got = await store.get('a/b/c/leaf');
       expect(got.notModified === false && got.body.toString()).toBe('again');
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the directories a delete empties when asked to, and writes into them again', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'narwal-fs-keep-'));
+    try {
+      const store = new FsObjectStore(root, { keepEmptyDirs: true });
+      await store.put('p/k.k/r1.r', Buffer.from('x'));
+      await store.delete('p/k.k/r1.r');
+      expect(await readdir(join(root, 'objects', 'p'))).toEqual(['k.k']);
+      expect(await readdir(join(root, 'objects', 'p', 'k.k'))).toEqual([]);
+      await store.put('p/k.k/r2.r', Buffer.from('y'), { ifNoneMatch: '*' });
+      expect((await store.list('p/')).keys).toEqual(['p/k.k/r2.r']);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps an immutable file by reference and copies any other, with the same answers', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'narwal-fs-link-'));
+    try {
+      const store = new FsObjectStore(root);
+      const source = join(root, 'source.pack');
+      await writeFile(source, 'PACK bytes');
+      await chmod(source, 0o444);
+      const linked = await store.put('r/packs/a.pack', { path: source, size: 10, immutable: true });
+      const copied = await store.put('r/packs/b.pack', { path: source, size: 10 }, { ifNoneMatch: '*' });
+      expect(linked.etag).toBe(copied.etag);
+      const [origin, a, b] = await Promise.all(
+        [
+          source,
+          join(root, 'objects', 'r', 'packs', 'a.pack'),
+          join(root, 'objects', 'r', 'packs', 'b.pack'),
+        ].map((p) => stat(p)),
+      );
+      expect(a?.ino).toBe(origin?.ino);
+      expect(b?.ino).not.toBe(origin?.ino);
+      const got = await store.get('r/packs/a.pack');
+      expect(got.notModified === false && got.body.toString()).toBe('PACK bytes');
+      // Its staging name is gone; deleting it from the store leaves the file where it was.
+      expect(await readdir(join(root, 'tmp'))).toEqual([]);
+      await store.delete('r/packs/a.pack');
+      expect((await stat(source)).nlink).toBe(1);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves no lock behind a conditional write, won or lost, and refuses one while a lock is held', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'narwal-fs-lock-'));
+    try {
+      const store = new FsObjectStore(root);
+      const first = await store.put('r/index.json', Buffer.from('1'), { ifNoneMatch: '*' });
+      await store.put('r/index.json', Buffer.from('2'), { ifMatch: first.etag });
+      await expect(
+        store.put('r/index.json', Buffer.from('3'), { ifMatch: first.etag }),
+      ).rejects.toMatchObject({
+        name: 'PreconditionFailed',
+      });
+      expect(await readdir(join(root, 'locks'))).toEqual([]);
+      expect(await readdir(join(root, 'tmp'))).toEqual([]);
+      // A fresh lock of another writer: the write is contention, not a lost race, and changes nothing.
+      const current = await store.head('r/index.json');
+      await writeFile(join(root, 'locks', createHash('sha1').update('r/index.json').digest('hex')), '');
+      await expect(
+        store.put('r/index.json', Buffer.from('4'), { ifMatch: current.etag }),
+      ).rejects.toMatchObject({
+        name: 'ConditionalConflict',
+      });
+      const got = await store.get('r/index.json');
+      expect(got.notModified === false && got.body.toString()).toBe('2');
     } finally {
       await rm(root, { recursive: true, force: true });
     }
