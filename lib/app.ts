@@ -73,7 +73,10 @@ export interface App {
   warmUp(): Promise<void>;
   /** Evicts idle generations and repository caches from the shared cache. */
   sweep(): Promise<SweepResult>;
-  /** Resolves when no background work (prewarm, checkpoints) is running. */
+  /**
+   * Resolves when no background work (prewarm, checkpoints) is running, and lets go of the leases
+   * kept for requests to come (a Lambda sandbox is frozen after each request).
+   */
   idle(): Promise<void>;
   /** Waits for background work, then removes this node's private directory. */
   close(): Promise<void>;
@@ -292,10 +295,12 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     },
     async idle() {
       while (background.size > 0) await Promise.allSettled([...background]);
+      await cache.releaseUnheldLeases();
     },
     async close() {
       browse.close();
       while (background.size > 0) await Promise.allSettled([...background]);
+      await cache.releaseUnheldLeases();
       await node.remove();
       await trace?.close();
     },

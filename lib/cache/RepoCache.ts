@@ -54,16 +54,10 @@ import {
   objectsDir,
   pastGenerationName,
 } from './layout.js';
-import {
-  type Held,
-  type LeaseOptions,
-  type Lock,
-  takeLease,
-  tryWriterLock,
-  waitForWriter,
-} from './leases.js';
+import { type Held, type LeaseOptions, type Lock, tryWriterLock, waitForWriter } from './leases.js';
 import type { PackIndexer } from './multiPackIndex.js';
 import { writePackedRefs } from './packedRefs.js';
+import { SharedLeases } from './sharedLeases.js';
 
 /** A generation a reader may use until it releases it. */
 export interface Generation extends Held {
@@ -133,12 +127,14 @@ export class RepoCache {
   readonly #buildWaitMs: number;
   readonly #indexPacks: PackIndexer;
   readonly #mutex = new KeyedMutex();
+  readonly #shared: SharedLeases;
 
   constructor(options: RepoCacheOptions) {
     this.#root = options.root;
     this.#wal = options.wal;
     this.#store = options.wal.store;
     this.#leases = options.leases;
+    this.#shared = new SharedLeases(options.leases);
     this.#logger = options.logger;
     this.#downloads = options.downloadConcurrency ?? 16;
     this.#buildWaitMs = options.buildWaitMs ?? 120_000;
@@ -227,11 +223,19 @@ export class RepoCache {
     return null;
   }
 
+  /** Releases the leases this node keeps for requests to come (sharedLeases.ts). */
+  releaseUnheldLeases(): Promise<void> {
+    return this.#shared.releaseUnheld();
+  }
+
   /** Completes the generation of `target` now, in the background; a hint that saves the next reader the work. */
   prewarm(target: CacheTarget): Promise<void> {
-    return this.#complete(target).catch((error: unknown) =>
-      this.#logger.warn('prewarm failed', { repo: target.repo, error: serializeError(error) }),
-    );
+    // Leased and let go at once: the lease stays a moment for the request that comes next to join.
+    return this.leaseComplete(target)
+      .then((generation) => generation.release())
+      .catch((error: unknown) =>
+        this.#logger.warn('prewarm failed', { repo: target.repo, error: serializeError(error) }),
+      );
   }
 
   /** Adds packs this node received (a push it published) without downloading them again. */
@@ -268,18 +272,23 @@ export class RepoCache {
     return join(gensDir(incarnationDir(this.#root, target.repo, target.created)), target.name);
   }
 
+  /**
+   * Leases the generation of `target` once `ready` made it so: a lease of its own, or one another
+   * request of this node holds (sharedLeases.ts). Either way the generation is looked for under
+   * the lease, since eviction leaves a leased generation alone but may have taken it before (and
+   * the cache may be deleted by hand at any time).
+   */
   async #lease(target: CacheTarget, ready: () => Promise<void>): Promise<Generation> {
     const incarnation = incarnationDir(this.#root, target.repo, target.created);
     const dir = this.#dir(target);
     for (let attempt = 0; attempt < 3; attempt++) {
       await ready();
-      const lease = await takeLease(this.#leases, target.repo, target.name);
-      // Eviction renames a generation away only when it sees no lease: check again under ours.
+      const hold = await this.#shared.take(target.repo, target.name);
       if (await exists(join(dir, 'packed-refs'))) {
         await stampUse(dir, this.#leases.now());
-        return { dir, name: target.name, objects: objectsDir(incarnation), ...lease };
+        return { dir, name: target.name, objects: objectsDir(incarnation), release: hold.release };
       }
-      await lease.release();
+      await hold.discard();
     }
     throw new Busy(`narwal: the cache of ${target.repo} is being rebuilt; retry in a moment`);
   }

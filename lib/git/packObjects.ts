@@ -16,7 +16,7 @@
  * the bytes inflated to rebuild contents are capped, an answer past the cap being "unknown" (the
  * caller then asks git).
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { constants, inflateSync } from 'node:zlib';
 
 export type ObjectType = 'commit' | 'tree' | 'blob' | 'tag';
@@ -89,13 +89,15 @@ export class PackObjects {
     packs: readonly PackFiles[],
     limits: PackReadLimits = DEFAULT_PACK_READ_LIMITS,
   ): Promise<PackObjects | null> {
+    // Sizes first: a pack too large to read here is never read (a push may be gigabytes).
+    const sizes = await Promise.all(packs.map(async (p) => (await stat(p.packPath)).size));
+    if (sizes.reduce((sum, size) => sum + size, 0) > limits.maxPackBytes) return null;
     const files = await Promise.all(
       packs.map(async (p) => {
         const [pack, idx] = await Promise.all([readFile(p.packPath), readFile(p.idxPath)]);
         return { pack, idx, path: p.idxPath };
       }),
     );
-    if (files.reduce((sum, f) => sum + f.pack.length, 0) > limits.maxPackBytes) return null;
     const entries = new Map<string, Entry>();
     const byOffset = new Map<Buffer, Map<number, Entry>>();
     for (const { pack, idx, path } of files) {
