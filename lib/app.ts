@@ -23,7 +23,7 @@ import { createEventSinks } from './events/createEventSinks.js';
 import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
-import { ensureHooks, installHooks } from './git/hookScript.js';
+import { ensureHooks, HOOKS_VERSION, installHooks } from './git/hookScript.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
 import { ScratchRepos } from './git/scratchRepo.js';
 import { History } from './history/History.js';
@@ -117,7 +117,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const node = await claimNodeDir({ cacheRoot: config.cacheDir, ttlMs: config.nodeTtlMs, now });
   // Asked at each use: the directory is this node's only while its record is live (nodeDir.ts).
   const scratchRoot = () => node.scratch();
-  const hooksDir = await installHooks(join(config.dataDir, 'hooks'));
+  // Versioned: nodes of an older release share the data directory while they drain, and their
+  // receive-packs run the hooks of their own release, which speak to them in their own way.
+  const hooksDir = await installHooks(join(config.dataDir, 'hooks', HOOKS_VERSION));
   const packObjectsHook = config.packCache ? await installPackCacheHook(hooksDir) : null;
   // The data directory may lose them under a running node (deleted, cleaned): install them again.
   const ensureAllHooks = async () => {

@@ -5,15 +5,17 @@
  * the entry is published - packs uploaded, entry written, index CAS won - before git can report
  * `ok` for any ref (docs/architecture.md invariant 1).
  *
- * The hook itself is a two-line shell relay (git/hookScript.ts): receive-pack's children inherit
- * fd 3, a socketpair to this process, so the decision runs here with the store clients, caches
- * and group commit of this node, and no extra runtime starts per push.
+ * The hook itself is a short shell script (git/hookScript.ts): receive-pack's children inherit
+ * fd 3, a socketpair to this process, on which the hook hands its pipes over (git/hookChannel.ts),
+ * so the decision runs here with the store clients, caches and group commit of this node, and no
+ * extra runtime starts per push.
  */
 import type { Duplex, Readable } from 'node:stream';
 import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
 import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
 import { fastForwards, pairKey } from '../git/fastForwards.js';
 import type { GitRunner } from '../git/GitRunner.js';
+import { hookChannel } from '../git/hookChannel.js';
 import { peelTags } from '../git/peelTags.js';
 import { ReceivedObjects } from '../git/receivedObjects.js';
 import { receivePackConfig } from '../git/receivePackConfig.js';
@@ -242,7 +244,7 @@ async function receiveInto(
     return Promise.all([scratch.remove(), generation.release(), cleanup()]);
   });
 
-  const channel = child.stdio[3] as Duplex;
+  const control = child.stdio[3] as Duplex;
   const decide = async (commands: ProcReceiveCommand[], _options: string[], capabilities: string[]) => {
     decided = true;
     const atomic = capabilities.includes('atomic');
@@ -308,8 +310,17 @@ async function receiveInto(
       return commands.map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason }));
     }
   };
-  const hook = serveProcReceive(channel, decide).catch((error: unknown) => error);
-  void exit.then(() => channel.destroy());
+  let channel: Duplex | null = null;
+  const hook = hookChannel(control)
+    .then((opened) => {
+      channel = opened;
+      return opened === null ? undefined : serveProcReceive(opened, decide);
+    })
+    .catch((error: unknown) => error);
+  void exit.then(() => {
+    control.destroy();
+    channel?.destroy();
+  });
 
   let inputError: Error | undefined;
   const parser = new ReceivePackHeadParser({

@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hookChannel } from '../../lib/git/hookChannel.js';
+import { installHooks } from '../../lib/git/hookScript.js';
 import {
   type ProcReceiveCommand,
   type ProcReceiveResult,
@@ -14,8 +16,11 @@ import {
 } from '../../lib/protocol/procReceive.js';
 import { type ReceivePackHead, ReceivePackHeadParser } from '../../lib/protocol/receivePackRequest.js';
 
-/** The relay narwal installs: receive-pack talks to the hook, the hook's fd 3 talks to node. */
-const RELAY = '#!/bin/sh\ncat <&3 &\nexec cat >&3\n';
+/**
+ * Where the hook's pipes are looked for: /proc (narwal takes them over), or a directory that is
+ * not a procfs (the hook relays them with two `cat`s). Every test runs both ways.
+ */
+let procRoot: string | undefined;
 const ZERO = '0'.repeat(40);
 
 type Decide = (
@@ -26,6 +31,8 @@ type Decide = (
 
 /** One POST: what the hook was asked, what the parser saw, how receive-pack and the hook ended. */
 interface Exchange {
+  /** Whether the hook relayed its pipes (else this process took them over). */
+  relayed?: boolean;
   asked: { commands: ProcReceiveCommand[]; pushOptions: string[]; capabilities: string[] }[];
   heads: ReceivePackHead[];
   outcome: Promise<{ exitCode: number | null; hookError: unknown }>;
@@ -67,14 +74,26 @@ function startReceivePack(exchange: Omit<Exchange, 'outcome'>) {
   const channel = stdio[3];
   if (stdin === null || stdout === null || !(channel instanceof Duplex)) throw new Error('missing pipes');
   channel.on('error', () => {});
-  const hook = serveProcReceive(channel, async (commands, pushOptions, capabilities) => {
-    exchange.asked.push({ commands, pushOptions, capabilities });
-    return decide(commands, pushOptions, capabilities);
-  }).then(
-    () => undefined,
-    (error: unknown) => error,
-  );
+  let opened: Duplex | null = null;
+  const hook = hookChannel(channel, procRoot === undefined ? {} : { procRoot })
+    .then((pipes) => {
+      opened = pipes;
+      if (pipes === null) return;
+      exchange.relayed = pipes === channel;
+      return serveProcReceive(pipes, async (commands, pushOptions, capabilities) => {
+        exchange.asked.push({ commands, pushOptions, capabilities });
+        return decide(commands, pushOptions, capabilities);
+      });
+    })
+    .then(
+      () => undefined,
+      (error: unknown) => error,
+    );
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  void exited.then(() => {
+    channel.destroy();
+    (opened as Duplex | null)?.destroy();
+  });
   const outcome = Promise.all([exited, hook]).then(([exitCode, hookError]) => ({ exitCode, hookError }));
   return { stdin, stdout, outcome, kill: () => child.kill() };
 }
@@ -113,9 +132,7 @@ beforeAll(async () => {
   repo = join(dir, 'repo.git');
   work = join(dir, 'work');
   git(['init', '-q', '--bare', repo]);
-  mkdirSync(join(dir, 'hooks'));
-  writeFileSync(join(dir, 'hooks', 'proc-receive'), RELAY);
-  chmodSync(join(dir, 'hooks', 'proc-receive'), 0o755);
+  await installHooks(join(dir, 'hooks'));
   git(['init', '-q', work]);
   writeFileSync(join(work, 'README'), 'hello\n');
   git(['add', 'README'], work);
@@ -134,7 +151,7 @@ beforeAll(async () => {
     } else if (req.method === 'POST' && req.url === '/x.git/git-receive-pack') {
       const exchange: Omit<Exchange, 'outcome'> = { asked: [], heads: [] };
       const child = startReceivePack(exchange);
-      exchanges.push({ ...exchange, outcome: child.outcome });
+      exchanges.push(Object.assign(exchange, { outcome: child.outcome }));
       const parser = new ReceivePackHeadParser({ maxHeadBytes: 1 << 20, maxCommands: 100 });
       parser.on('head', (head: ReceivePackHead) => exchange.heads.push(head));
       parser.on('error', () => child.kill());
@@ -168,7 +185,14 @@ async function settledLeftovers(): Promise<string[]> {
   return remaining;
 }
 
-describe('serveProcReceive behind a real git receive-pack', () => {
+describe.each([
+  ['its pipes taken over through /proc', undefined],
+  ['its pipes relayed by the hook', '/nonexistent-proc'],
+])("serveProcReceive behind a real git receive-pack and narwal's hook, %s", (_mode, root) => {
+  beforeAll(() => {
+    procRoot = root;
+  });
+
   it('can see a process left behind', async () => {
     const sleeper = spawn('sleep', ['30'], { env: env(), stdio: 'ignore' });
     await new Promise((resolve) => sleeper.on('spawn', resolve));
@@ -201,6 +225,7 @@ describe('serveProcReceive behind a real git receive-pack', () => {
     ];
     expect(exchange?.asked).toEqual([{ commands, pushOptions: ['ci.skip'], capabilities: ['push-options'] }]);
     expect(exchange?.heads.map((h) => [h.commands, h.pushOptions])).toEqual([[commands, ['ci.skip']]]);
+    expect(exchange?.relayed).toBe(root !== undefined);
     expect(await settledLeftovers()).toEqual([]);
   });
 
