@@ -12,6 +12,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import {
+  access,
   copyFile,
   link,
   mkdir,
@@ -168,29 +169,32 @@ export class FsObjectStore implements ObjectStore {
   async put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult> {
     const path = this.#path(key);
     const temp = await this.#stage(body);
+    let moved = false;
     try {
-      const etag = temp.etag;
-      // A concurrent delete may remove the (emptied) parent directory between mkdir and the
-      // write: make it again and retry.
+      // The parent directory is made when it is missing, which is rare: a concurrent delete may
+      // also remove it (emptied) just before the write, so make it and retry.
       for (let attempt = 1; ; attempt++) {
         try {
-          await mkdir(dirname(path), { recursive: true });
           if (options?.ifNoneMatch === '*') {
             await this.#createOnly(temp.path, path, key);
           } else if (options?.ifMatch !== undefined) {
             await this.#replaceIfMatch(temp.path, path, key, options.ifMatch);
+            moved = true;
           } else {
             await rename(temp.path, path);
+            moved = true;
           }
-          return { etag };
+          return { etag: temp.etag };
         } catch (error) {
           const parentGone =
             isCode(error, 'ENOENT') || (error instanceof NotFound && isCode(error.cause, 'ENOENT'));
           if (!parentGone || attempt >= 5) throw error;
+          await mkdir(dirname(path), { recursive: true });
         }
       }
     } finally {
-      await unlink(temp.path).catch(() => {});
+      // A rename took the staged name along; a link left it behind.
+      if (!moved) await unlink(temp.path).catch(() => {});
     }
   }
 
@@ -294,14 +298,23 @@ export class FsObjectStore implements ObjectStore {
 
   /** Writes the body to a private temp file and returns its etag. */
   async #stage(body: PutBody): Promise<{ path: string; etag: string }> {
-    await mkdir(this.#tmp, { recursive: true });
     const path = join(this.#tmp, `${process.pid}-${randomBytes(8).toString('hex')}`);
-    if (Buffer.isBuffer(body)) {
-      await writeFile(path, body);
-      return { path, etag: etagOf(body) };
+    // The staging directory is made when it is missing (the first write, or deleted since).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (Buffer.isBuffer(body)) {
+          await writeFile(path, body);
+          return { path, etag: etagOf(body) };
+        }
+        if (!(body.immutable && (await linked(body.path, path)))) await copyFile(body.path, path);
+        return { path, etag: await fileEtag(body) };
+      } catch (error) {
+        // The body's own file missing is the caller's error, not a missing directory.
+        const sourceGone = !Buffer.isBuffer(body) && !(await exists(body.path));
+        if (!isCode(error, 'ENOENT') || attempt >= 3 || sourceGone) throw error;
+        await mkdir(this.#tmp, { recursive: true });
+      }
     }
-    if (!(body.immutable && (await linked(body.path, path)))) await copyFile(body.path, path);
-    return { path, etag: await fileEtag(body) };
   }
 
   async #read(key: string): Promise<Buffer> {
@@ -382,4 +395,11 @@ async function linked(from: string, to: string): Promise<boolean> {
     if (isCode(error, 'EXDEV') || isCode(error, 'EPERM') || isCode(error, 'EMLINK')) return false;
     throw error;
   }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }

@@ -108,4 +108,23 @@ describe('filesystem store layout', () => {
       await rm(root, { recursive: true, force: true });
     }
   });
+
+  it('makes its staging directory again when it is gone, and refuses a body whose file is missing', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'narwal-fs-stage-'));
+    try {
+      const store = new FsObjectStore(root);
+      await store.put('a/one', Buffer.from('1'));
+      await rm(join(root, 'tmp'), { recursive: true });
+      await store.put('a/two', Buffer.from('2'), { ifNoneMatch: '*' });
+      await rm(join(root, 'tmp'), { recursive: true });
+      await store.put('a/three', { path: join(root, 'objects', 'a', 'one'), size: 1, immutable: true });
+      await expect(store.put('a/four', { path: join(root, 'missing'), size: 1 })).rejects.toMatchObject({
+        code: 'ENOENT',
+      });
+      expect((await store.list('a/')).keys).toEqual(['a/one', 'a/three', 'a/two']);
+      expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
 });
