@@ -1,0 +1,200 @@
+/**
+ * A full clone answered mostly by the object store (protocol v2 `packfile-uris`,
+ * lib/protocol/packfileUris.ts): the answer names packs the log already stores, which the client
+ * downloads itself (a presigned URL on S3, narwal's own signed URL on the embedded store), and
+ * carries inline only the objects the clone needs that those packs lack.
+ *
+ * Which packs: those the state's log names (its newest checkpoint's, and the entries' after it)
+ * that are in the cache's object store and whose objects the clone's wants all reach, so a clone
+ * never receives an object a normal clone would not have (an object a force-push left behind is
+ * kept by a checkpoint, but is never sent). A pack named by the log is never deleted
+ * (docs/architecture.md invariant 2), so a URI sent stays good until it expires. With no such
+ * pack, the caller answers as it always has.
+ *
+ * What is inline: the reachable objects outside those packs, packed on their own (never thin: the
+ * client indexes the inline pack before it downloads any URI, so a delta base must be in it).
+ *
+ * The choice and the inline pack are made once per generation and request (by the repeatable
+ * fetch's key) and kept in the generation beside its cached clone packs; the next identical clone
+ * reads two small files and sends a few hundred bytes, however large the repository.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants, createWriteStream } from 'node:fs';
+import { type FileHandle, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { CacheTarget, Generation } from '../cache/RepoCache.js';
+import { childExit } from '../git/childOutput.js';
+import { GitFailed, type GitRunner } from '../git/GitRunner.js';
+import { PACK_CACHE_DIR } from '../git/packCacheHook.js';
+import { acceptsUri, type PackfileUri, packfileUrisSection } from '../protocol/packfileUris.js';
+import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
+import { PACK_HEADER } from '../protocol/shallowInfo.js';
+import { clonePackBody } from './clonePack.js';
+import { readPackIndex } from './packIndex.js';
+
+export interface PackUriDeps {
+  readonly git: Pick<GitRunner, 'spawn'>;
+  readonly cache: { leaseComplete(target: CacheTarget): Promise<Generation> };
+}
+
+/** Where a client fetches a stored pack of the state `seq` of `repo` itself. */
+export type PackLink = (pack: string, seq: number) => Promise<string>;
+
+/** Packs sent as URIs, and the name of the file of the inline part (kept in the generation). */
+interface UriPlan {
+  readonly v: 1;
+  readonly packs: readonly { readonly name: string; readonly hash: string }[];
+}
+
+const PLAN_SUFFIX = '.uris.json';
+const INLINE_SUFFIX = '.uris.pack';
+
+/**
+ * The answer to `fetch` (a full clone whose client accepts packfile URIs) with stored packs as
+ * URIs, or null when no stored pack qualifies or the client accepts none of their URIs.
+ */
+export async function answerWithPackUris(
+  deps: PackUriDeps,
+  target: CacheTarget,
+  fetch: RepeatableFetch,
+  link: PackLink,
+  owner: string,
+): Promise<Readable | null> {
+  // The URI packs use offsets for their deltas, as every pack git writes to disk does.
+  if (fetch.version !== 'v2' || !fetch.full || !fetch.ofsDelta || fetch.uriProtocols.length === 0)
+    return null;
+  const generation = await deps.cache.leaseComplete(target);
+  let handed = false;
+  try {
+    const cache = join(generation.dir, PACK_CACHE_DIR);
+    const key = `uris-${fetch.key}`;
+    const plan = (await readPlan(cache, key)) ?? (await makePlan(deps, generation, target, fetch, owner));
+    if (plan.packs.length === 0) return null;
+    const uris: PackfileUri[] = [];
+    for (const pack of plan.packs) {
+      const uri = await link(pack.name, target.seq);
+      if (!acceptsUri(fetch.uriProtocols, uri)) return null;
+      uris.push({ hash: pack.hash, uri });
+    }
+    const inline = await openInline(cache, key);
+    if (inline === null) return null;
+    const body = clonePackBody(
+      { preamble: PACK_HEADER.v2, sidebandData: fetch.sidebandData },
+      inline,
+      () => void generation.release(),
+      packfileUrisSection(uris),
+    );
+    handed = true;
+    return body;
+  } finally {
+    if (!handed) await generation.release();
+  }
+}
+
+async function readPlan(cache: string, key: string): Promise<UriPlan | null> {
+  const text = await readFile(join(cache, `${key}${PLAN_SUFFIX}`), 'utf8').catch(() => null);
+  if (text === null) return null;
+  const plan = JSON.parse(text) as UriPlan;
+  return plan.v === 1 ? plan : null;
+}
+
+async function openInline(cache: string, key: string): Promise<FileHandle | null> {
+  return open(join(cache, `${key}${INLINE_SUFFIX}`), constants.O_RDONLY).catch(() => null);
+}
+
+/** Chooses the packs, writes the inline pack, then the plan (whose presence says both are whole). */
+async function makePlan(
+  deps: PackUriDeps,
+  generation: Generation,
+  target: CacheTarget,
+  fetch: RepeatableFetch,
+  owner: string,
+): Promise<UriPlan> {
+  const cache = join(generation.dir, PACK_CACHE_DIR);
+  const key = `uris-${fetch.key}`;
+  const reachable = await reachableObjects(deps, generation, fetch.wants, owner);
+  const oids = new Set(reachable.map((line) => line.slice(0, 40)));
+  const packs: { name: string; hash: string; objects: number }[] = [];
+  const covered = new Set<string>();
+  for (const name of await statePacks(target)) {
+    const base = join(generation.objects, 'pack', name);
+    const idx = await readFile(`${base}.idx`).catch(() => null);
+    if (idx === null) continue;
+    const index = readPackIndex(idx);
+    if (index.oids.length === 0 || !index.oids.every((oid) => oids.has(oid))) continue;
+    packs.push({ name, hash: index.packHash, objects: index.oids.length });
+    for (const oid of index.oids) covered.add(oid);
+  }
+  await mkdir(cache, { recursive: true });
+  // Largest first: the client downloads them in order.
+  packs.sort((a, b) => b.objects - a.objects);
+  const plan: UriPlan = { v: 1, packs: packs.map(({ name, hash }) => ({ name, hash })) };
+  if (packs.length > 0) {
+    const rest = reachable.filter((line) => !covered.has(line.slice(0, 40)));
+    await keep(join(cache, `${key}${INLINE_SUFFIX}`), (part) =>
+      packObjects(deps, generation, rest, fetch.ofsDelta, owner, part),
+    );
+  }
+  await keep(join(cache, `${key}${PLAN_SUFFIX}`), (part) => writeFile(part, JSON.stringify(plan)));
+  return plan;
+}
+
+/** The packs the log names for the state: its newest checkpoint's, then the entries' after it. */
+export async function statePacks(target: CacheTarget): Promise<string[]> {
+  const names = new Set(target.checkpoint?.packs ?? []);
+  for (const item of await target.itemsAfter(target.checkpoint?.seq ?? 0))
+    for (const name of item.packs) names.add(name);
+  return [...names].filter((name) => /^pack-[0-9a-f]{40}$/.test(name));
+}
+
+/** Writes a file under a temporary name and renames it into place, so no reader sees a part. */
+async function keep(path: string, write: (part: string) => Promise<void>): Promise<void> {
+  const part = `${path}.${randomBytes(6).toString('hex')}.part`;
+  try {
+    await write(part);
+    await rename(part, path);
+  } catch (error) {
+    await rm(part, { force: true });
+    throw error;
+  }
+}
+
+/** Every object the wants reach, one `<oid>[ <path>]` line each (the path helps delta search). */
+async function reachableObjects(
+  deps: PackUriDeps,
+  generation: Generation,
+  wants: readonly string[],
+  owner: string,
+): Promise<string[]> {
+  const child = await deps.git.spawn(['rev-list', '--objects', '--stdin'], { cwd: generation.dir, owner });
+  const exit = childExit(child);
+  const chunks: Buffer[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
+  child.stdin?.end(wants.map((oid) => `${oid}\n`).join(''));
+  const result = await exit;
+  if (result.code !== 0) throw new GitFailed(['rev-list'], result.code, result.stderr);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .split('\n')
+    .filter((line) => line.length >= 40);
+}
+
+/** A self-contained pack of `objects` (lines as rev-list wrote them) at `path`. */
+async function packObjects(
+  deps: PackUriDeps,
+  generation: Generation,
+  objects: readonly string[],
+  ofsDelta: boolean,
+  owner: string,
+  path: string,
+): Promise<void> {
+  const args = ['pack-objects', '--stdout', '-q', ...(ofsDelta ? ['--delta-base-offset'] : [])];
+  const child = await deps.git.spawn(args, { cwd: generation.dir, owner });
+  const exit = childExit(child);
+  child.stdin?.end(objects.map((line) => `${line}\n`).join(''));
+  await pipeline(child.stdout as Readable, createWriteStream(path));
+  const result = await exit;
+  if (result.code !== 0) throw new GitFailed(args, result.code, result.stderr);
+}
