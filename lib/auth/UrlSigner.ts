@@ -34,11 +34,14 @@ export interface SignedParams {
   readonly signature: string;
 }
 
+/** The signing key; made when `create` and there is none yet, else null when there is none. */
+export type SigningKey = (create: boolean) => Promise<Buffer | null>;
+
 export class UrlSigner {
-  readonly #key: () => Promise<Buffer>;
+  readonly #key: SigningKey;
   readonly #now: () => number;
 
-  constructor(options: { key: () => Promise<Buffer>; now?: () => number }) {
+  constructor(options: { key: SigningKey; now?: () => number }) {
     this.#key = options.key;
     this.#now = options.now ?? Date.now;
   }
@@ -46,7 +49,9 @@ export class UrlSigner {
   /** A signature of `subject` valid for `ttlSeconds` from now. */
   async sign(subject: string, ttlSeconds: number): Promise<SignedParams> {
     const expires = Math.floor(this.#now() / 1000) + Math.max(1, Math.floor(ttlSeconds));
-    return { expires, signature: await this.#mac(subject, expires) };
+    const key = await this.#key(true);
+    if (key === null) throw new Error('no URL signing key');
+    return { expires, signature: mac(key, subject, expires) };
   }
 
   /** Checks `expires` and `signature` (as a URL gave them) for `subject`; throws InvalidSignedUrl. */
@@ -58,23 +63,24 @@ export class UrlSigner {
       !/^[0-9a-f]{64}$/.test(signature)
     )
       throw new InvalidSignedUrl('malformed');
-    const expected = Buffer.from(await this.#mac(subject, Number(expires)), 'hex');
+    // Checking never makes the key: with none, no link was ever signed.
+    const key = await this.#key(false);
+    if (key === null) throw new InvalidSignedUrl('signature');
+    const expected = Buffer.from(mac(key, subject, Number(expires)), 'hex');
     if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) throw new InvalidSignedUrl('signature');
     if (Number(expires) * 1000 <= this.#now()) throw new InvalidSignedUrl('expired');
   }
+}
 
-  async #mac(subject: string, expires: number): Promise<string> {
-    return createHmac('sha256', await this.#key())
-      .update(`narwal signed url 1\n${expires}\n${subject}`)
-      .digest('hex');
-  }
+function mac(key: Buffer, subject: string, expires: number): string {
+  return createHmac('sha256', key).update(`narwal signed url 1\n${expires}\n${subject}`).digest('hex');
 }
 
 /**
  * The key in `store`, made on first use: read it, or create it (create-only) and read again if
  * another node made it first. Kept for the life of the process once read.
  */
-export function storedSigningKey(store: Pick<ObjectStore, 'get' | 'put'>): () => Promise<Buffer> {
+export function storedSigningKey(store: Pick<ObjectStore, 'get' | 'put'>): SigningKey {
   let key: Promise<Buffer> | undefined;
   const read = async (): Promise<Buffer | null> => {
     try {
@@ -102,7 +108,13 @@ export function storedSigningKey(store: Pick<ObjectStore, 'get' | 'put'>): () =>
       throw new Error(`the URL signing key at ${SIGNING_KEY} is unreadable`);
     return made;
   };
-  return () => {
+  return async (create) => {
+    if (!create && key === undefined) {
+      const found = await read();
+      if (found === null || found.length < 32) return null;
+      key = Promise.resolve(found);
+      return found;
+    }
     key ??= load().catch((error: unknown) => {
       key = undefined;
       throw error;
