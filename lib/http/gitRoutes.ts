@@ -7,6 +7,7 @@
 import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import { wantsProtocolV2 } from '../git/uploadPack.js';
+import { offerBundleUri } from '../protocol/bundleUri.js';
 import { offerPackfileUris } from '../protocol/packfileUris.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
 import { type AdvertiseDeps, advertiseReceivePack, advertiseUploadPack } from '../transfer/advertiseRefs.js';
@@ -20,7 +21,7 @@ import { NOT_STORED } from './cachePolicy.js';
 import { type ChunkedPushNotes, isPushProbe } from './chunkedPushes.js';
 import { badRequest, forbidden, HttpError, notFound, payloadTooLarge } from './HttpError.js';
 import type { MemoryBudget, Reservation } from './MemoryBudget.js';
-import { type PackLinkDeps, packLinkFor } from './packUriRoutes.js';
+import { bundleLinkFor, type PackLinkDeps, packLinkFor } from './packUriRoutes.js';
 import { type BodyPace, decodedBody } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
@@ -104,9 +105,10 @@ export async function infoRefsRoute(
     owner: slotOwner(principal, request),
   });
   // In protocol v2 the server's first response is the capability advertisement itself, the same
-  // for every repository (offering packfile URIs when they are on); in v0 and v1 it is the refs of
-  // the state just read, after the service line.
-  if (v2) return { status: 200, headers, body: deps.packUris ? offerPackfileUris(answer) : answer };
+  // for every repository (offering packfile URIs and bundle URIs when they are on); in v0 and v1
+  // it is the refs of the state just read, after the service line.
+  if (v2)
+    return { status: 200, headers, body: deps.packUris ? offerBundleUri(offerPackfileUris(answer)) : answer };
   return { status: 200, headers, body: Buffer.concat([serviceLine, answer]) };
 }
 
@@ -139,6 +141,7 @@ export async function uploadPackRoute(
         memory,
         requestId: request.requestId,
         packLink: packLinkFor(deps, request, repo),
+        bundleLink: bundleLinkFor(deps, request, repo),
       },
     );
     return releasedAfter({ status: 200, headers: RESULT['git-upload-pack'], body: answer }, memory);

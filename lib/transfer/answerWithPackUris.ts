@@ -42,10 +42,18 @@ export interface PackUriDeps {
 /** Where a client fetches a stored pack of the state `seq` of `repo` itself. */
 export type PackLink = (pack: string, seq: number) => Promise<string>;
 
-/** Packs sent as URIs, and the name of the file of the inline part (kept in the generation). */
-interface UriPlan {
-  readonly v: 1;
+/** Stored packs a clone may fetch itself, and how many objects the inline part holds. */
+export interface UriPlan {
+  readonly v: 2;
   readonly packs: readonly { readonly name: string; readonly hash: string }[];
+  readonly inline: number;
+}
+
+/** What a plan is made for: objects the wants reach, kept under `key`. */
+export interface UriRequest {
+  readonly key: string;
+  readonly wants: readonly string[];
+  readonly ofsDelta: boolean;
 }
 
 const PLAN_SUFFIX = '.uris.json';
@@ -68,9 +76,8 @@ export async function answerWithPackUris(
   const generation = await deps.cache.leaseComplete(target);
   let handed = false;
   try {
-    const cache = join(generation.dir, PACK_CACHE_DIR);
-    const key = `uris-${fetch.key}`;
-    const plan = (await readPlan(cache, key)) ?? (await makePlan(deps, generation, target, fetch, owner));
+    const request = { key: `uris-${fetch.key}`, wants: fetch.wants, ofsDelta: fetch.ofsDelta };
+    const plan = await planFor(deps, generation, target, request, owner);
     if (plan.packs.length === 0) return null;
     const uris: PackfileUri[] = [];
     for (const pack of plan.packs) {
@@ -78,7 +85,7 @@ export async function answerWithPackUris(
       if (!acceptsUri(fetch.uriProtocols, uri)) return null;
       uris.push({ hash: pack.hash, uri });
     }
-    const inline = await openInline(cache, key);
+    const inline = await openInline(join(generation.dir, PACK_CACHE_DIR), request.key);
     if (inline === null) return null;
     const body = clonePackBody(
       { preamble: PACK_HEADER.v2, sidebandData: fetch.sidebandData },
@@ -93,11 +100,18 @@ export async function answerWithPackUris(
   }
 }
 
-async function readPlan(cache: string, key: string): Promise<UriPlan | null> {
-  const text = await readFile(join(cache, `${key}${PLAN_SUFFIX}`), 'utf8').catch(() => null);
-  if (text === null) return null;
-  const plan = JSON.parse(text) as UriPlan;
-  return plan.v === 1 ? plan : null;
+/** The plan for `request` on `generation`: the one kept there, or one made and kept now. */
+export async function planFor(
+  deps: PackUriDeps,
+  generation: Generation,
+  target: CacheTarget,
+  request: UriRequest,
+  owner: string,
+): Promise<UriPlan> {
+  const cache = join(generation.dir, PACK_CACHE_DIR);
+  const text = await readFile(join(cache, `${request.key}${PLAN_SUFFIX}`), 'utf8').catch(() => null);
+  const kept = text === null ? null : (JSON.parse(text) as UriPlan);
+  return kept?.v === 2 ? kept : makePlan(deps, generation, target, request, owner);
 }
 
 async function openInline(cache: string, key: string): Promise<FileHandle | null> {
@@ -109,12 +123,12 @@ async function makePlan(
   deps: PackUriDeps,
   generation: Generation,
   target: CacheTarget,
-  fetch: RepeatableFetch,
+  request: UriRequest,
   owner: string,
 ): Promise<UriPlan> {
   const cache = join(generation.dir, PACK_CACHE_DIR);
-  const key = `uris-${fetch.key}`;
-  const reachable = await reachableObjects(deps, generation, fetch.wants, owner);
+  const key = request.key;
+  const reachable = await reachableObjects(deps, generation, request.wants, owner);
   const oids = new Set(reachable.map((line) => line.slice(0, 40)));
   const packs: { name: string; hash: string; objects: number }[] = [];
   const covered = new Set<string>();
@@ -130,11 +144,11 @@ async function makePlan(
   await mkdir(cache, { recursive: true });
   // Largest first: the client downloads them in order.
   packs.sort((a, b) => b.objects - a.objects);
-  const plan: UriPlan = { v: 1, packs: packs.map(({ name, hash }) => ({ name, hash })) };
+  const rest = reachable.filter((line) => !covered.has(line.slice(0, 40)));
+  const plan: UriPlan = { v: 2, packs: packs.map(({ name, hash }) => ({ name, hash })), inline: rest.length };
   if (packs.length > 0) {
-    const rest = reachable.filter((line) => !covered.has(line.slice(0, 40)));
     await keep(join(cache, `${key}${INLINE_SUFFIX}`), (part) =>
-      packObjects(deps, generation, rest, fetch.ofsDelta, owner, part),
+      packObjects(deps, generation, rest, request.ofsDelta, owner, part),
     );
   }
   await keep(join(cache, `${key}${PLAN_SUFFIX}`), (part) => writeFile(part, JSON.stringify(plan)));

@@ -286,3 +286,99 @@ describe('packfile-uris', () => {
     expect(await packsOf(join(dir, 'uris.git'))).toHaveLength(2);
   }, 120_000);
 });
+
+/** The `bundle.<id>.uri` values of a bundle list, after checking its version and mode. */
+function bundleUris(answer: Buffer): string[] {
+  const lines: string[] = [];
+  let i = 0;
+  while (i < answer.length) {
+    const length = Number.parseInt(answer.subarray(i, i + 4).toString(), 16);
+    if (length === 0) break;
+    lines.push(
+      answer
+        .subarray(i + 4, i + length)
+        .toString()
+        .replace(/\n$/, ''),
+    );
+    i += length;
+  }
+  expect(i).toBe(answer.length - 4);
+  expect(lines.slice(0, 2)).toEqual(['bundle.version=1', 'bundle.mode=all']);
+  return lines.slice(2).map((line) => {
+    const match = /^bundle\.[A-Za-z0-9-]+\.uri=(.*)$/.exec(line);
+    expect(match).not.toBeNull();
+    return match?.[1] as string;
+  });
+}
+
+const BUNDLE_URI_REQUEST = Buffer.concat([
+  encodePktLine('command=bundle-uri\n'),
+  encodePktLine('object-format=sha1\n'),
+  DELIM_PKT,
+  FLUSH_PKT,
+]);
+
+describe('bundle-uri', () => {
+  it('is offered, lists the stored pack as a bundle, and git clone --bundle-uri ends with a normal clone', async () => {
+    const headers = {
+      authorization: `Basic ${Buffer.from('admin:test-admin-token').toString('base64')}`,
+      'git-protocol': 'version=2',
+    };
+    const offered = await get(`${server.url}/team/force.git/info/refs?service=git-upload-pack`, { headers });
+    expect(offered.body.toString()).toMatch(/000fbundle-uri\n0000$/);
+    const [uri, ...more] = bundleUris(await post(server.url, 'team/force', BUNDLE_URI_REQUEST));
+    expect(more).toEqual([]);
+    expect(uri).toMatch(
+      /\/team\/force\.git\/uri-bundles\/\d+\/pack-[0-9a-f]{40}\.bundle\?expires=\d+&signature=[0-9a-f]{64}$/,
+    );
+    const dir = await tempDir('bundle-uri');
+    await gitOk(['clone', '--quiet', '--bare', `${server.authUrl}/team/force.git`, join(dir, 'normal.git')], {
+      home,
+    });
+    await gitOk(
+      [
+        'clone',
+        '--quiet',
+        '--bare',
+        `--bundle-uri=${uri}`,
+        `${server.authUrl}/team/force.git`,
+        join(dir, 'bundle.git'),
+      ],
+      {
+        home,
+      },
+    );
+    const bundled = await stateOf(join(dir, 'bundle.git'));
+    const normal = await stateOf(join(dir, 'normal.git'));
+    expect(bundled.objects).toEqual(normal.objects);
+    // The bundle's refs are kept under refs/bundles/; the clone's own refs are the normal clone's.
+    const own = (refs: string) =>
+      refs
+        .split('\n')
+        .filter((l) => !l.includes('refs/bundles/'))
+        .join('\n');
+    expect(own(bundled.refs)).toEqual(normal.refs);
+    const pack = /(pack-[0-9a-f]{40})\.bundle/.exec(uri as string)?.[1];
+    expect(await packsOf(join(dir, 'bundle.git'))).toContain(`${pack}.pack`);
+    // A link to the pack does not open the bundle, nor one with a bad signature.
+    const tampered = new URL(uri as string);
+    tampered.searchParams.set('signature', '1'.repeat(64));
+    expect((await get(tampered.href)).status).toBe(403);
+    const asPack = (uri as string).replace('/uri-bundles/', '/uri-packs/').replace('.bundle?', '.pack?');
+    expect((await get(asPack)).status).toBe(403);
+  }, 120_000);
+
+  it('lists no bundle when no one stored pack holds exactly what the refs reach', async () => {
+    const dir = await tempDir('bundle-none');
+    const work = join(dir, 'work');
+    await gitOk(['init', '-q', '-b', 'main', work], { home });
+    for (const message of ['one', 'two']) {
+      await gitOk(['commit', '-q', '--allow-empty', '-m', message], { cwd: work, home });
+      await gitOk(['push', '-q', `${server.authUrl}/team/two.git`, 'main'], { cwd: work, home });
+    }
+    await gitOk(['clone', '--quiet', '--bare', `${server.authUrl}/team/two.git`, join(dir, 'warm.git')], {
+      home,
+    });
+    expect(bundleUris(await post(server.url, 'team/two', BUNDLE_URI_REQUEST))).toEqual([]);
+  }, 120_000);
+});
