@@ -6,7 +6,7 @@
  * objects the clone would not get is never sent; and every bad link is a clear 4xx that changes
  * nothing in the store.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UrlSigner } from '../../lib/auth/UrlSigner.js';
@@ -372,13 +372,30 @@ describe('bundle-uri', () => {
     const dir = await tempDir('bundle-none');
     const work = join(dir, 'work');
     await gitOk(['init', '-q', '-b', 'main', work], { home });
-    for (const message of ['one', 'two']) {
-      await gitOk(['commit', '-q', '--allow-empty', '-m', message], { cwd: work, home });
+    // The second push changes a line of a large file: git sends it as a delta against the blob
+    // the server has (a thin pack), which the server stores completed.
+    const text = Array.from({ length: 2000 }, (_, i) => `line ${i} of a file large enough to delta\n`);
+    for (const [message, lines] of [
+      ['one', text],
+      ['two', ['changed\n', ...text.slice(1)]],
+    ] as const) {
+      await writeFile(join(work, 'big.txt'), lines.join(''));
+      await gitOk(['add', 'big.txt'], { cwd: work, home });
+      await gitOk(['commit', '-q', '-m', message], { cwd: work, home });
       await gitOk(['push', '-q', `${server.authUrl}/team/two.git`, 'main'], { cwd: work, home });
     }
     await gitOk(['clone', '--quiet', '--bare', `${server.authUrl}/team/two.git`, join(dir, 'warm.git')], {
       home,
     });
     expect(bundleUris(await post(server.url, 'team/two', BUNDLE_URI_REQUEST))).toEqual([]);
+    // A packfile-uris clone takes both pushes' packs and ends as the normal clone did.
+    await gitOk(
+      [...OPT_IN, 'clone', '--quiet', '--bare', `${server.authUrl}/team/two.git`, join(dir, 'uris.git')],
+      {
+        home,
+      },
+    );
+    expect(await stateOf(join(dir, 'uris.git'))).toEqual(await stateOf(join(dir, 'warm.git')));
+    expect(await packsOf(join(dir, 'uris.git'))).toHaveLength(3);
   }, 120_000);
 });
