@@ -57,6 +57,8 @@ export interface UriRequest {
 }
 
 const PLAN_SUFFIX = '.uris.json';
+/** At most this many URIs per answer: a checkpoint's pack and the largest pushes after it. */
+const MAX_URI_PACKS = 8;
 const INLINE_SUFFIX = '.uris.pack';
 
 /**
@@ -130,20 +132,21 @@ async function makePlan(
   const key = request.key;
   const reachable = await reachableObjects(deps, generation, request.wants, owner);
   const oids = new Set(reachable.map((line) => line.slice(0, 40)));
-  const packs: { name: string; hash: string; objects: number }[] = [];
-  const covered = new Set<string>();
+  const candidates: { name: string; hash: string; oids: readonly string[] }[] = [];
   for (const name of await statePacks(target)) {
     const base = join(generation.objects, 'pack', name);
     const idx = await readFile(`${base}.idx`).catch(() => null);
     if (idx === null) continue;
     const index = readPackIndex(idx);
     if (index.oids.length === 0 || !index.oids.every((oid) => oids.has(oid))) continue;
-    packs.push({ name, hash: index.packHash, objects: index.oids.length });
-    for (const oid of index.oids) covered.add(oid);
+    candidates.push({ name, hash: index.packHash, oids: index.oids });
   }
   await mkdir(cache, { recursive: true });
-  // Largest first: the client downloads them in order.
-  packs.sort((a, b) => b.objects - a.objects);
+  // The largest first (the client downloads them in order), and only a few: each costs the client
+  // a download and an index-pack, and the objects of the others are few enough to go inline.
+  candidates.sort((a, b) => b.oids.length - a.oids.length);
+  const packs = candidates.slice(0, MAX_URI_PACKS);
+  const covered = new Set(packs.flatMap((p) => p.oids));
   const rest = reachable.filter((line) => !covered.has(line.slice(0, 40)));
   const plan: UriPlan = { v: 2, packs: packs.map(({ name, hash }) => ({ name, hash })), inline: rest.length };
   if (packs.length > 0) {
