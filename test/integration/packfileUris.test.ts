@@ -6,7 +6,7 @@
  * objects the clone would not get is never sent; and every bad link is a clear 4xx that changes
  * nothing in the store.
  */
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UrlSigner } from '../../lib/auth/UrlSigner.js';
@@ -36,6 +36,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await plain?.stop();
   await server?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 });
 });
 
 /** Everything a clone left: refs, objects, and fsck must pass. */
