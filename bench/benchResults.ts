@@ -14,6 +14,7 @@ import type { LogPageProbe } from './logPage.js';
 import type { MonitorPagesResult } from './monitorPages.js';
 import type { NarwalBuild } from './narwalBuild.js';
 import type { LongLog } from './packedLog.js';
+import type { UrisBenchResult } from './packfileUris.js';
 import type { ProfileResult } from './pushProfile.js';
 import type { SequentialResult } from './sequentialPushes.js';
 import type { NodesRun } from './twoNodes.js';
@@ -65,4 +66,6 @@ export interface BenchResults {
   profile?: ProfileResult[];
   /** Git LFS: a large object through the embedded store against cp, and the batch call at latency. */
   lfs?: LfsBenchResult;
+  /** Full clones with packfile-uris on the Lambda stand-in (absent in runs made before them). */
+  uris?: UrisBenchResult;
 }

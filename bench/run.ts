@@ -36,13 +36,25 @@ import { probeLogPages } from './logPage.js';
 import { probeMonitorPages } from './monitorPages.js';
 import { narwalBuild } from './narwalBuild.js';
 import { buildLongLog } from './packedLog.js';
+import { packfileUrisBench } from './packfileUris.js';
 import { analyzeProfile, profilePushes } from './pushProfile.js';
 import { writeReport } from './report.js';
 import { sequentialPushes } from './sequentialPushes.js';
 import { type BenchServer, startNarwal, startPeerProcess } from './servers.js';
 import { pushRace } from './twoNodes.js';
 
-const PHASES = ['sequential', 'clones', 'ci', 'nodes', 'refs', 'writers', 'cold', 'profile', 'lfs'] as const;
+const PHASES = [
+  'sequential',
+  'clones',
+  'ci',
+  'nodes',
+  'refs',
+  'writers',
+  'cold',
+  'profile',
+  'lfs',
+  'uris',
+] as const;
 type Phase = (typeof PHASES)[number];
 
 const { values } = parseArgs({
@@ -89,6 +101,8 @@ const sizes = {
   lfsBytes: 200 * 1024 * 1024,
   lfsObjects: 1000,
   lfsRuns: quick ? 3 : 5,
+  // packfile-uris clones on the Lambda stand-in, per repository, after the first.
+  urisClones: quick ? 3 : 5,
   /** The largest CI checkout storm of identical jobs. */
   ciJobs: quick ? 16 : 32,
 };
@@ -587,6 +601,14 @@ try {
       runs: sizes.lfsRuns,
       log,
     });
+    await save();
+  }
+
+  if (phases.has('uris')) {
+    log(
+      `packfile-uris: ${sizes.urisClones} full clones on the Lambda stand-in, of the fixture and of a repository ten times its size`,
+    );
+    results.uris = await packfileUrisBench({ workDir, home, clones: sizes.urisClones, log });
     await save();
   }
 

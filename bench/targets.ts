@@ -6,7 +6,7 @@
 import type { BenchResults } from './benchResults.js';
 import { summarizeCi } from './ciStorm.js';
 import { summarize } from './cloneStorm.js';
-import { median, summarizeLatencies } from './stats.js';
+import { mean, median, summarizeLatencies } from './stats.js';
 
 export interface TargetRow {
   readonly target: string;
@@ -267,6 +267,31 @@ export function evaluateTargets(r: BenchResults): TargetRow[] {
       goal: '< 1 s',
       pass: worst < 1000,
       miss: worst < 1000 ? '' : `${ms(worst - 1000)} over`,
+    });
+  }
+  for (const repo of r.uris?.repos ?? []) {
+    const share = mean(repo.clones.map((c) => c.functionBytes / c.packBytes));
+    const time = mean(repo.clones.map((c) => c.functionMs));
+    const pack = `${(mean(repo.clones.map((c) => c.packBytes)) / 1e6).toFixed(1)} MB`;
+    const bytes = `${Math.round(mean(repo.clones.map((c) => c.functionBytes))).toLocaleString('en-US')} bytes`;
+    const first = `first clone of the state ${repo.first.functionBytes.toLocaleString('en-US')} bytes, ${ms(repo.first.functionMs)}`;
+    row({
+      target: `packfile-uris clone of the ${repo.name} (${pack}): bytes through the function`,
+      seed: '-',
+      server: 'narwal-lambda',
+      measured: `${(share * 100).toFixed(3)}% (${bytes}; ${first})`,
+      goal: '<= 2%',
+      pass: share <= 0.02,
+      miss: share <= 0.02 ? '' : `${((share - 0.02) * 100).toFixed(2)} points over`,
+    });
+    row({
+      target: `packfile-uris clone of the ${repo.name} (${pack}): function time`,
+      seed: '-',
+      server: 'narwal-lambda',
+      measured: `${ms(time)} (${first})`,
+      goal: '<= 100 ms',
+      pass: time <= 100,
+      miss: time <= 100 ? '' : `${ms(time - 100)} over`,
     });
   }
   return rows;

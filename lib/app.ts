@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { TokenStore } from './auth/TokenStore.js';
+import { storedSigningKey, UrlSigner } from './auth/UrlSigner.js';
 import { ObjectReaders } from './browse/ObjectReaders.js';
 import { RepoBrowser } from './browse/RepoBrowser.js';
 import { Checkpointer } from './cache/Checkpointer.js';
@@ -214,6 +215,15 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     packObjectsHook,
     refAnswers: new RefAnswers({ maxBytes: REF_ANSWER_BYTES }),
     clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),
+    ...(config.packUriTtlSeconds > 0
+      ? {
+          packUris: {
+            signer: new UrlSigner({ key: storedSigningKey(store) }),
+            ttlSeconds: config.packUriTtlSeconds,
+            ...(store.presigner ? { presigner: store.presigner } : {}),
+          },
+        }
+      : {}),
     gitAgent,
     scratchRoot,
     scratchRepos: new ScratchRepos(scratchRoot),

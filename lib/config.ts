@@ -76,6 +76,11 @@ export interface Config {
   readonly gitQueueMs: number;
   /** Serve repeated full clones of a generation from the pack made for the first (on by default). */
   readonly packCache: boolean;
+  /**
+   * Offer protocol v2 `packfile-uris`: a full clone whose client accepts them gets stored packs as
+   * URIs, valid this many seconds (0: not offered, and v2 capabilities are exactly git's).
+   */
+  readonly packUriTtlSeconds: number;
   readonly quiet: boolean;
   /**
    * Instrumentation, off unless set: every store operation is appended to `store-<pid>.jsonl`
@@ -268,6 +273,8 @@ export function loadConfig(
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
     packCache: flag(env, 'NARWAL_PACK_CACHE', true),
+    // S3 refuses presigned URLs valid for longer than 7 days.
+    packUriTtlSeconds: integer(env, 'NARWAL_PACKFILE_URIS_TTL_S', 3600, 0, 7 * 24 * 3600),
     quiet: flag(env, 'NARWAL_QUIET', false),
     traceDir: optionalPath(env, 'NARWAL_TRACE_DIR'),
   };

@@ -62,6 +62,9 @@ export function anonymousAccess(method: string, rawPath: string, query: URLSearc
     }
     case 'lfs':
       return lfsAccess(method, to.repoPart, to.rest);
+    case 'uriPack':
+      // The signature in the URL is the grant: a bad one is 4xx, never a request for credentials.
+      return OPEN;
     case 'front':
       return query.has('sign-in') ? CHALLENGE : OPEN;
     case 'login':

@@ -15,6 +15,7 @@ import { methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
 import { isLfsRequest, type LfsRouteDeps, lfsRoute } from './lfsRoutes.js';
 import { loginPage, monitorRoute, repoListRoute, signInRoute, wantsHtml } from './monitorRoutes.js';
+import { uriPackRoute } from './packUriRoutes.js';
 import { type ProtectionRouteDeps, protectionRoute } from './protectionRoutes.js';
 import { gitRepoFromPath } from './repoPath.js';
 import { decodePath, type GitSuffix, gitSuffix, routeOf } from './routeOf.js';
@@ -57,6 +58,8 @@ async function route(deps: HandlerDeps, request: CoreRequest): Promise<CoreRespo
     return protectionRoute(deps, request, path, await authenticate(deps, request));
   if (to.kind === 'tokens') return tokenRoute(deps, request, path, await authenticate(deps, request));
   if (to.kind === 'settings') return settingsRoute(deps, request, path, await authenticate(deps, request));
+  // git fetches these without credentials: the URL is signed.
+  if (to.kind === 'uriPack') return uriPackRoute(deps, request, to);
   const principal = await authenticate(deps, request);
   switch (to.kind) {
     case 'front':

@@ -5,6 +5,7 @@
 import { AccessDenied } from '../auth/AccessDenied.js';
 import { InvalidGrant } from '../auth/Principal.js';
 import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
+import { InvalidSignedUrl } from '../auth/UrlSigner.js';
 import { CatFileClosed } from '../browse/CatFile.js';
 import { InvalidBrowsePath, NoSuchPath, NoSuchRevision } from '../browse/errors.js';
 import { StalePreview } from '../history/History.js';
@@ -29,7 +30,7 @@ import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { StoreError } from '../store/errors.js';
-import { CacheChanged, GitRefused, RepoBeingCreated } from '../transfer/errors.js';
+import { CacheChanged, GitRefused, PackNotInLog, RepoBeingCreated } from '../transfer/errors.js';
 import { Busy } from '../util/Busy.js';
 import { NoSuchEntry, RepoNotFound } from '../wal/errors.js';
 import { NOT_STORED } from './cachePolicy.js';
@@ -49,6 +50,9 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof RepoBeingCreated) return text(409, error.message);
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
   if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
+  if (error instanceof InvalidSignedUrl)
+    return text(error.reason === 'malformed' ? 400 : 403, `narwal: ${error.message}`);
+  if (error instanceof PackNotInLog) return text(404, error.message);
   if (error instanceof InvalidRefPattern) return text(400, `narwal: ${error.message}`);
   if (error instanceof NoSuchRevision || error instanceof NoSuchPath)
     return text(404, `narwal: ${error.message}`);

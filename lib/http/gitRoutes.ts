@@ -7,6 +7,8 @@
 import { allows, authorize } from '../auth/authorize.js';
 import type { Principal } from '../auth/Principal.js';
 import { wantsProtocolV2 } from '../git/uploadPack.js';
+import { offerBundleUri } from '../protocol/bundleUri.js';
+import { offerPackfileUris } from '../protocol/packfileUris.js';
 import { encodePktLine, FLUSH_PKT } from '../protocol/pktLine.js';
 import { type AdvertiseDeps, advertiseReceivePack, advertiseUploadPack } from '../transfer/advertiseRefs.js';
 import { answerFetch, type FetchDeps } from '../transfer/answerFetch.js';
@@ -19,6 +21,7 @@ import { NOT_STORED } from './cachePolicy.js';
 import { type ChunkedPushNotes, isPushProbe } from './chunkedPushes.js';
 import { badRequest, forbidden, HttpError, notFound, payloadTooLarge } from './HttpError.js';
 import type { MemoryBudget, Reservation } from './MemoryBudget.js';
+import { bundleLinkFor, type PackLinkDeps, packLinkFor } from './packUriRoutes.js';
 import { type BodyPace, decodedBody } from './requestBody.js';
 import type { TransferRouter } from './transferRouter.js';
 import type { CoreRequest, CoreResponse } from './types.js';
@@ -32,7 +35,7 @@ type TransferDeps = Omit<PushDeps, 'clientMessage' | 'wal'> &
   Omit<FetchDeps, 'clientMessage'> &
   Omit<AdvertiseDeps, 'wal'>;
 
-export interface GitRouteDeps extends TransferDeps {
+export interface GitRouteDeps extends TransferDeps, PackLinkDeps {
   readonly wal: Wal;
   readonly maxPushBytes: number;
   readonly maxFetchRequestBytes: number;
@@ -102,8 +105,11 @@ export async function infoRefsRoute(
     owner: slotOwner(principal, request),
   });
   // In protocol v2 the server's first response is the capability advertisement itself, the same
-  // for every repository; in v0 and v1 it is the refs of the state just read, after the service line.
-  return { status: 200, headers, body: v2 ? answer : Buffer.concat([serviceLine, answer]) };
+  // for every repository (offering packfile URIs and bundle URIs when they are on); in v0 and v1
+  // it is the refs of the state just read, after the service line.
+  if (v2)
+    return { status: 200, headers, body: deps.packUris ? offerBundleUri(offerPackfileUris(answer)) : answer };
+  return { status: 200, headers, body: Buffer.concat([serviceLine, answer]) };
 }
 
 export async function uploadPackRoute(
@@ -134,6 +140,8 @@ export async function uploadPackRoute(
         owner: slotOwner(principal, request),
         memory,
         requestId: request.requestId,
+        packLink: packLinkFor(deps, request, repo),
+        bundleLink: bundleLinkFor(deps, request, repo),
       },
     );
     return releasedAfter({ status: 200, headers: RESULT['git-upload-pack'], body: answer }, memory);

@@ -5,6 +5,7 @@
  */
 import { badRequest } from './HttpError.js';
 import { lfsPathParts } from './lfsRoutes.js';
+import { type UriPackPath, uriPackPathParts } from './packUriRoutes.js';
 import { isProtectionPath } from './protectionRoutes.js';
 import { isSettingsPath } from './settingsRoutes.js';
 import { isTokensPath } from './tokenRoutes.js';
@@ -23,6 +24,8 @@ export type Route =
   | { readonly kind: 'settings'; readonly repoPart: string }
   /** Git LFS under a repository's git URL, `REPO.git/info/lfs/...` (lfsRoutes.ts). */
   | { readonly kind: 'lfs'; readonly repoPart: string; readonly rest: string }
+  /** A stored pack a clone's `packfile-uris` answer named, `REPO.git/uri-packs/...` (packUriRoutes.ts). */
+  | ({ readonly kind: 'uriPack' } & UriPackPath)
   /** `/`: the front page, or the repository list for a browser. */
   | { readonly kind: 'front' }
   /** `/-/login`. */
@@ -47,6 +50,8 @@ export function routeOf(path: string): Route {
   if (path.startsWith('/api/v1/')) return { kind: 'api', path: path.slice('/api/v1'.length) };
   const lfs = lfsPathParts(path);
   if (lfs !== null) return { kind: 'lfs', ...lfs };
+  const uriPack = uriPackPathParts(path);
+  if (uriPack !== null) return { kind: 'uriPack', ...uriPack };
   const suffix = gitSuffix(path);
   if (suffix !== undefined) return { kind: 'git', suffix, repoPart: path.slice(1, -suffix.length) };
   return { kind: 'page', path: path.slice(1) };

@@ -33,6 +33,10 @@ export interface RepeatableFetch {
   readonly full: boolean;
   /** v2 `packfile-uris`: the URI protocols the client accepts for parts of the pack, if any. */
   readonly uriProtocols: readonly string[];
+  /** The wants, each once, in the order asked. */
+  readonly wants: readonly string[];
+  /** The client accepts deltas against a base by offset (`ofs-delta`). */
+  readonly ofsDelta: boolean;
 }
 
 const OID = /^[0-9a-f]{40}$/;
@@ -243,6 +247,8 @@ function result(
     shallow,
     full: !shallow && shape.filter === undefined && !shape.deepenRelative,
     uriProtocols,
+    wants,
+    ofsDelta: shape.ofsDelta,
   };
 }
 

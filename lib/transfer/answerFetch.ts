@@ -4,6 +4,9 @@
  * request and the cache:
  *
  * - a v2 `ls-refs`: the refs git listed for this state before, or git on its refs (lsRefs.ts);
+ * - a v2 `bundle-uri`: narwal's bundle list, when bundle links are given (answerBundleUri.ts);
+ * - a complete generation, a v2 full clone whose client accepts packfile URIs: stored packs as
+ *   URIs and the rest inline, when a stored pack qualifies (answerWithPackUris.ts);
  * - a complete generation, no pack cache: upload-pack streams the request (streamUploadPack.ts);
  * - a complete generation, pack cache on: the kept answer to an identical repeatable fetch (a
  *   full clone, or a shallow or filtered fetch with no haves), or upload-pack
@@ -19,8 +22,10 @@ import { repeatableFetchOf } from '../protocol/repeatableFetch.js';
 import { classifyUploadPackRequest } from '../protocol/uploadPackRequest.js';
 import { type ByteAccount, readAll } from '../util/readAll.js';
 import type { LoadedIndex } from '../wal/types.js';
+import { answerBundleUri } from './answerBundleUri.js';
 import { answerCold } from './answerCold.js';
 import { answerWithPackCache } from './answerWithPackCache.js';
+import { answerWithPackUris, type PackLink } from './answerWithPackUris.js';
 import type { ClonePacking } from './clonePack.js';
 import type { ClientMessage } from './errors.js';
 import { answerLsRefs } from './lsRefs.js';
@@ -61,6 +66,10 @@ export interface FetchRequest {
   /** Where the request bytes read into memory are charged. */
   readonly memory: ByteAccount;
   readonly requestId: string;
+  /** How this request's client may be sent stored packs as URIs; without it, it is not. */
+  readonly packLink?: PackLink | undefined;
+  /** How the `bundle-uri` command names bundles; without it, the command goes to git. */
+  readonly bundleLink?: PackLink | undefined;
 }
 
 /** The answer to a fetch: git's, or narwal's in git's words. */
@@ -70,10 +79,24 @@ export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promi
   const v2 = wantsProtocolV2(protocol);
   // A v2 request is small and may be ls-refs, whose answer is checked (checkedRefs.ts).
   const early = v2 ? await readAll(body, memory) : null;
-  if (early !== null && classifyUploadPackRequest(early, v2).command === 'ls-refs') {
-    return answerLsRefs(deps, target, early, { protocol, owner });
-  }
+  const command = early === null ? null : classifyUploadPackRequest(early, v2).command;
+  if (early !== null && command === 'ls-refs') return answerLsRefs(deps, target, early, { protocol, owner });
+  if (command === 'bundle-uri' && request.bundleLink)
+    return answerBundleUri(deps, target, request.bundleLink, owner);
   const complete = await deps.cache.isComplete(target);
+  if (early !== null && complete && request.packLink) {
+    const fetch = repeatableFetchOf(early, v2);
+    if (fetch?.full && fetch.uriProtocols.length > 0) {
+      const answer = await answerWithPackUris(deps, target, fetch, request.packLink, owner).catch(
+        (error: unknown) => {
+          // The client still gets its clone: the whole pack, as without packfile URIs.
+          deps.logger.warn('packfile URIs failed', { repo: target.repo, error: String(error) });
+          return null;
+        },
+      );
+      if (answer) return answer;
+    }
+  }
   if (complete && deps.packObjectsHook === null) {
     const generation = await deps.cache.leaseComplete(target);
     return streamUploadPack(deps, generation, early ? Readable.from([early]) : body, { protocol, owner });

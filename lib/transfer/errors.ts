@@ -37,3 +37,11 @@ export class RepoBeingCreated extends Error {
  * undefined when it has none: the adapter that made the failure knows (lib/http/gitRoutes.ts).
  */
 export type ClientMessage = (error: unknown) => string | undefined;
+
+/** A stored pack was asked for by a link that names one the log does not name for that state. */
+export class PackNotInLog extends Error {
+  readonly code = 'PackNotInLog';
+  constructor(repo: string, pack: string, seq: number) {
+    super(`narwal: ${repo} has no pack ${pack} in its state after entry ${seq}`);
+  }
+}

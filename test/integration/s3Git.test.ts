@@ -4,7 +4,7 @@
  * fakes, honours conditional writes), sharing one cache directory as they share EFS.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,5 +119,36 @@ describe('git through the git function and the pool on Ceph RGW', () => {
     expect(
       Buffer.compare(await readFile(join(clone, 'large.bin')), await readFile(join(work, 'large.bin'))),
     ).toBe(0);
+  });
+
+  it('sends the stored pack of a packfile-uris clone as a presigned URL of the bucket', async () => {
+    const work = await workRepo(home, 3, 's3-uris');
+    const url = `${stack.api.url}/s3/uris.git`;
+    await run(['push', url, 'main'], work);
+    const normal = join(home, 's3-uris-normal');
+    await run(['clone', '-q', '--bare', url, normal]);
+    const uris = join(home, 's3-uris-clone');
+    await run([
+      '-c',
+      'protocol.version=2',
+      '-c',
+      'fetch.uriprotocols=http',
+      'clone',
+      '-q',
+      '--bare',
+      url,
+      uris,
+    ]);
+    const objects = async (dir: string) => {
+      await gitOk(['fsck', '--strict', '--no-dangling'], { cwd: dir, home });
+      const list = await gitOk(['cat-file', '--batch-all-objects', '--batch-check'], { cwd: dir, home });
+      return { list, refs: await gitOk(['for-each-ref'], { cwd: dir, home }) };
+    };
+    expect(await objects(uris)).toEqual(await objects(normal));
+    // Two packs: the one fetched from the bucket and the (empty) inline one; narwal served neither URI.
+    const packs = (await readdir(join(uris, 'objects', 'pack'))).filter((n) => n.endsWith('.pack'));
+    expect(packs).toHaveLength(2);
+    const served = [...pool.requests.map((r) => r.path), ...stack.api.invocations.map((i) => i.path)];
+    expect(served.filter((path) => path.includes('/uri-packs/'))).toEqual([]);
   });
 });

@@ -51,6 +51,7 @@ describe('loadConfig', () => {
       gitShare: 48,
       gitQueueMs: 0,
       packCache: true,
+      packUriTtlSeconds: 3600,
       quiet: false,
       presence: { kind: 'local' },
       leaseTtlMs: 60_000,

@@ -84,6 +84,10 @@ export interface Invocation {
   /** Bytes of the event as Lambda received it (JSON). */
   readonly eventBytes: number;
   readonly sandbox: number;
+  /** Bytes of the answer sent to the client, headers included (what passed through the function). */
+  readonly responseBytes: number;
+  /** From the start of the invocation to the end of its answer (Lambda bills a streamed answer's time). */
+  readonly ms: number;
 }
 
 export interface ApiGatewayOptions {
@@ -205,13 +209,23 @@ export async function startApiGateway(options: ApiGatewayOptions): Promise<Runni
     }
     const delivered = JSON.parse(serialized) as APIGatewayProxyEvent;
     let sandboxId = 0;
+    const written = req.socket.bytesWritten;
+    const started = performance.now();
     const status = await fn.invoke((sandbox, context) => {
       sandboxId = sandbox.id;
       return isStreamingHandler(sandbox.handler)
         ? invokeStreaming(sandbox.handler as StreamingHandler, delivered, context, req, res, requestId)
         : invokeBuffered(sandbox.handler as BufferedHandler, delivered, context, req, res, requestId);
     });
-    invocations.push({ method: event.httpMethod, path: event.path, status, eventBytes, sandbox: sandboxId });
+    invocations.push({
+      method: event.httpMethod,
+      path: event.path,
+      status,
+      eventBytes,
+      sandbox: sandboxId,
+      responseBytes: req.socket.bytesWritten - written,
+      ms: performance.now() - started,
+    });
   }
 
   async function invokeBuffered(

@@ -18,6 +18,35 @@ describe('routeOf', () => {
       { kind: 'git', suffix: '/git-upload-pack', repoPart: 'team/app.git@3' },
     ],
     ['/team/app/-/entry/2', { kind: 'page', path: 'team/app/-/entry/2' }],
+    [
+      '/team/app.git/uri-packs/7/pack-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.pack',
+      {
+        kind: 'uriPack',
+        repoPart: 'team/app',
+        form: 'pack',
+        seq: 7,
+        pack: 'pack-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+      },
+    ],
+    [
+      '/team/app.git/uri-bundles/7/pack-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bundle',
+      {
+        kind: 'uriPack',
+        repoPart: 'team/app',
+        form: 'bundle',
+        seq: 7,
+        pack: 'pack-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+      },
+    ],
+    // A pack's link in a bundle's place (or the other way) names nothing narwal serves.
+    [
+      '/team/app.git/uri-packs/7/pack-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bundle',
+      { kind: 'page', path: 'team/app.git/uri-packs/7/pack-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bundle' },
+    ],
+    [
+      '/team/app.git/uri-packs/7/pack-xyz.pack',
+      { kind: 'page', path: 'team/app.git/uri-packs/7/pack-xyz.pack' },
+    ],
   ])('reads %s', (path, route) => {
     expect(routeOf(path)).toEqual(route);
   });

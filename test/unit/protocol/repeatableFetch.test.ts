@@ -36,6 +36,8 @@ describe('repeatableFetchOf', () => {
       shallow: true,
       full: false,
       uriProtocols: [],
+      wants: [A],
+      ofsDelta: true,
     });
     expect(repeatableFetchOf(checkout(A, 1, 'git/2.47.0'), true)?.key).toBe(fetch?.key);
     expect(repeatableFetchOf(checkout(A, 2), true)?.key).not.toBe(fetch?.key);

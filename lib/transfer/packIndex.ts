@@ -1,0 +1,42 @@
+/**
+ * What a version 2 pack index (`.idx`, gitformat-pack(5)) says about its pack: the objects in it
+ * and the pack's trailing checksum, which is the hash index-pack names the pack by and the one a
+ * `packfile-uris` line must give (packfile-uri.txt).
+ *
+ * Layout: `\377tOc`, version 2, a fan-out table of 256 counts, the sorted object names, their
+ * CRCs, their offsets (and 8-byte offsets for large packs), then the pack's checksum and the
+ * index's own.
+ */
+
+const MAGIC = 0xff744f63;
+const HASH_BYTES = 20;
+const FANOUT_AT = 8;
+const NAMES_AT = FANOUT_AT + 256 * 4;
+
+export interface PackIndex {
+  /** The objects of the pack, as hex, sorted. */
+  readonly oids: readonly string[];
+  /** The pack's trailing checksum, as hex. */
+  readonly packHash: string;
+}
+
+/** Thrown for bytes that are not a version 2 SHA-1 pack index. */
+export class InvalidPackIndex extends Error {
+  readonly code = 'InvalidPackIndex';
+}
+
+export function readPackIndex(idx: Buffer): PackIndex {
+  if (idx.length < NAMES_AT + 2 * HASH_BYTES || idx.readUInt32BE(0) !== MAGIC || idx.readUInt32BE(4) !== 2)
+    throw new InvalidPackIndex('not a version 2 pack index');
+  const count = idx.readUInt32BE(NAMES_AT - 4);
+  // Names, CRCs and 4-byte offsets, then at least the two checksums.
+  if (idx.length < NAMES_AT + count * (HASH_BYTES + 8) + 2 * HASH_BYTES)
+    throw new InvalidPackIndex('the pack index is shorter than its object count says');
+  const oids: string[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const at = NAMES_AT + i * HASH_BYTES;
+    oids[i] = idx.toString('hex', at, at + HASH_BYTES);
+  }
+  const packHash = idx.toString('hex', idx.length - 2 * HASH_BYTES, idx.length - HASH_BYTES);
+  return { oids, packHash };
+}
