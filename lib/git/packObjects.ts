@@ -18,6 +18,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { constants, inflateSync } from 'node:zlib';
+import { readPackIndex } from './packIndex.js';
 
 export type ObjectType = 'commit' | 'tree' | 'blob' | 'tag';
 
@@ -43,7 +44,6 @@ export const DEFAULT_PACK_READ_LIMITS: PackReadLimits = {
   maxInflatedBytes: 64 * 1024 * 1024,
 };
 
-const IDX_MAGIC = 0xff744f63;
 const SHA1_BYTES = 20;
 const TRAILER_BYTES = 20;
 const TYPES: Record<number, ObjectType> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' };
@@ -95,14 +95,15 @@ export class PackObjects {
     const files = await Promise.all(
       packs.map(async (p) => {
         const [pack, idx] = await Promise.all([readFile(p.packPath), readFile(p.idxPath)]);
-        return { pack, idx, path: p.idxPath };
+        return { pack, idx };
       }),
     );
     const entries = new Map<string, Entry>();
     const byOffset = new Map<Buffer, Map<number, Entry>>();
-    for (const { pack, idx, path } of files) {
-      const offsets = parseIndex(idx, path);
-      const sorted = [...new Set(offsets.values())].sort((a, b) => a - b);
+    for (const { pack, idx } of files) {
+      const index = readPackIndex(idx);
+      const offsets = new Map(index.oids.map((oid, i) => [oid, index.offsets[i] ?? 0]));
+      const sorted = [...new Set(index.offsets)].sort((a, b) => a - b);
       const ends = new Map<number, number>();
       for (const [i, offset] of sorted.entries())
         ends.set(offset, sorted[i + 1] ?? pack.length - TRAILER_BYTES);
@@ -232,25 +233,7 @@ class OverBudget extends Error {}
 
 /** The object names a version 2 pack index lists, read without its pack. */
 export async function packIndexOids(idxPath: string): Promise<string[]> {
-  return [...parseIndex(await readFile(idxPath), idxPath).keys()];
-}
-
-/** A version 2 pack index: each object's name and offset in its pack. */
-function parseIndex(idx: Buffer, path: string): Map<string, number> {
-  if (idx.length < 8 + 256 * 4 || idx.readUInt32BE(0) !== IDX_MAGIC || idx.readUInt32BE(4) !== 2)
-    throw new Error(`${path} is not a version 2 pack index`);
-  const count = idx.readUInt32BE(8 + 255 * 4);
-  const names = 8 + 256 * 4;
-  const offsets = names + count * (SHA1_BYTES + 4);
-  const large = offsets + count * 4;
-  if (idx.length < large + 2 * SHA1_BYTES) throw new Error(`${path} is truncated`);
-  const result = new Map<string, number>();
-  for (let i = 0; i < count; i++) {
-    const small = idx.readUInt32BE(offsets + i * 4);
-    const offset = small & 0x80000000 ? Number(idx.readBigUInt64BE(large + (small & 0x7fffffff) * 8)) : small;
-    result.set(idx.toString('hex', names + i * SHA1_BYTES, names + (i + 1) * SHA1_BYTES), offset);
-  }
-  return result;
+  return [...readPackIndex(await readFile(idxPath)).oids];
 }
 
 /** Reads a delta's little-endian base-128 size at `at`: the value and where the next field starts. */

@@ -28,11 +28,11 @@ import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { childExit } from '../git/childOutput.js';
 import { GitFailed, type GitRunner } from '../git/GitRunner.js';
 import { PACK_CACHE_DIR } from '../git/packCacheHook.js';
+import { readPackIndex } from '../git/packIndex.js';
 import { acceptsUri, type PackfileUri, packfileUrisSection } from '../protocol/packfileUris.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { PACK_HEADER } from '../protocol/shallowInfo.js';
 import { clonePackBody } from './clonePack.js';
-import { readPackIndex } from './packIndex.js';
 
 export interface PackUriDeps {
   readonly git: Pick<GitRunner, 'spawn'>;

@@ -16,6 +16,8 @@ const NAMES_AT = FANOUT_AT + 256 * 4;
 export interface PackIndex {
   /** The objects of the pack, as hex, sorted. */
   readonly oids: readonly string[];
+  /** Where each of `oids` starts in the pack, in the same order. */
+  readonly offsets: readonly number[];
   /** The pack's trailing checksum, as hex. */
   readonly packHash: string;
 }
@@ -33,10 +35,22 @@ export function readPackIndex(idx: Buffer): PackIndex {
   if (idx.length < NAMES_AT + count * (HASH_BYTES + 8) + 2 * HASH_BYTES)
     throw new InvalidPackIndex('the pack index is shorter than its object count says');
   const oids: string[] = new Array(count);
+  const offsets: number[] = new Array(count);
+  const smallAt = NAMES_AT + count * (HASH_BYTES + 4);
+  const largeAt = smallAt + count * 4;
   for (let i = 0; i < count; i++) {
     const at = NAMES_AT + i * HASH_BYTES;
     oids[i] = idx.toString('hex', at, at + HASH_BYTES);
+    const small = idx.readUInt32BE(smallAt + i * 4);
+    if (small < 0x80000000) offsets[i] = small;
+    else {
+      // Past 2 GiB: an index into the table of 8-byte offsets after the 4-byte ones.
+      const large = largeAt + (small & 0x7fffffff) * 8;
+      if (large + 8 > idx.length - 2 * HASH_BYTES)
+        throw new InvalidPackIndex('the pack index names a large offset it does not hold');
+      offsets[i] = Number(idx.readBigUInt64BE(large));
+    }
   }
   const packHash = idx.toString('hex', idx.length - 2 * HASH_BYTES, idx.length - HASH_BYTES);
-  return { oids, packHash };
+  return { oids, offsets, packHash };
 }

@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { InvalidPackIndex, readPackIndex } from '../../../lib/git/packIndex.js';
+
+/**
+ * A version 2 index of `oids` (sorted), with `packHash` as the pack's checksum, and each object's
+ * offset (0 when not given; past 2 GiB, through the table of 8-byte offsets).
+ */
+function index(oids: string[], packHash: string, offsets: number[] = []): Buffer {
+  const large: number[] = [];
+  const small = Buffer.alloc(oids.length * 4);
+  oids.forEach((_, i) => {
+    const offset = offsets[i] ?? 0;
+    if (offset < 0x80000000) small.writeUInt32BE(offset, i * 4);
+    else small.writeUInt32BE((0x80000000 | (large.push(offset) - 1)) >>> 0, i * 4);
+  });
+  const largeTable = Buffer.alloc(large.length * 8);
+  large.forEach((offset, i) => {
+    largeTable.writeBigUInt64BE(BigInt(offset), i * 8);
+  });
+  const fanout = Buffer.alloc(1024);
+  for (let b = 0; b < 256; b++)
+    fanout.writeUInt32BE(oids.filter((o) => Number.parseInt(o.slice(0, 2), 16) <= b).length, b * 4);
+  const body = Buffer.concat([
+    Buffer.from([0xff, 0x74, 0x4f, 0x63, 0, 0, 0, 2]),
+    fanout,
+    ...oids.map((o) => Buffer.from(o, 'hex')),
+    Buffer.alloc(oids.length * 4),
+    small,
+    largeTable,
+    Buffer.from(packHash, 'hex'),
+  ]);
+  return Buffer.concat([body, createHash('sha1').update(body).digest()]);
+}
+
+describe('readPackIndex', () => {
+  it('reads the objects and the pack checksum', () => {
+    const oids = ['0a'.repeat(20), '7f'.repeat(20), 'ff'.repeat(20)];
+    expect(readPackIndex(index(oids, 'c'.repeat(40)))).toEqual({
+      oids,
+      offsets: [0, 0, 0],
+      packHash: 'c'.repeat(40),
+    });
+    expect(readPackIndex(index([], 'd'.repeat(40)))).toEqual({
+      oids: [],
+      offsets: [],
+      packHash: 'd'.repeat(40),
+    });
+  });
+
+  it('reads offsets, those past 2 GiB from the table of 8-byte offsets', () => {
+    const oids = ['0a'.repeat(20), '7f'.repeat(20), 'ff'.repeat(20)];
+    const offsets = [12, 3_000_000_000, 2 ** 40];
+    expect(readPackIndex(index(oids, 'c'.repeat(40), offsets)).offsets).toEqual(offsets);
+  });
+
+  it('refuses what is not a version 2 index, or is cut short', () => {
+    expect(() => readPackIndex(Buffer.from('PACK'))).toThrow(InvalidPackIndex);
+    const whole = index(['0a'.repeat(20)], 'c'.repeat(40));
+    expect(() => readPackIndex(whole.subarray(0, whole.length - 30))).toThrow(InvalidPackIndex);
+  });
+});
