@@ -64,11 +64,17 @@ export class ScratchRepos {
   async create(generation: { dir: string; objects: string }): Promise<ScratchRepo> {
     const root = await this.#root();
     const spare = this.#take(root);
-    this.#refill();
+    // Spares are made again once a push is over (its scratch removed), not while it runs
+    // beside them; without one to take, right away.
+    if (spare === undefined) this.#refill();
+    const afterwards = (scratch: ScratchRepo): ScratchRepo => ({
+      ...scratch,
+      remove: () => scratch.remove().finally(() => this.#refill()),
+    });
     const alternates = await this.#alternatesFile(root, generation.objects);
     if (spare !== undefined) {
       try {
-        return await fill(spare, generation, alternates);
+        return afterwards(await fill(spare, generation, alternates));
       } catch (error) {
         // Gone from under us (the cache deleted by hand, say), or the generation's refs were:
         // a new skeleton tells which.
@@ -76,12 +82,18 @@ export class ScratchRepos {
       }
     }
     try {
-      return await fill(await makeSkeleton(root), generation, alternates);
+      return afterwards(await fill(await makeSkeleton(root), generation, alternates));
     } catch (error) {
       // The shared alternates file may have gone with the directory: make it again, once.
       if (!isCode(error, 'ENOENT')) throw error;
       this.#alternates.delete(generation.objects);
-      return fill(await makeSkeleton(root), generation, await this.#alternatesFile(root, generation.objects));
+      return afterwards(
+        await fill(
+          await makeSkeleton(root),
+          generation,
+          await this.#alternatesFile(root, generation.objects),
+        ),
+      );
     }
   }
 

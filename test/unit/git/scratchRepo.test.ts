@@ -76,7 +76,7 @@ describe('ScratchRepos', () => {
     expect((await readdir(scratchRoot)).filter((n) => n.startsWith('alternates-'))).toHaveLength(1);
   });
 
-  it('keeps skeletons ready, and a push takes one of them', async () => {
+  it('keeps skeletons ready, a push takes one of them, and one is made again when it is over', async () => {
     const scratchRoot = join(root, 'b');
     await mkdir(scratchRoot);
     const repos = new ScratchRepos(async () => scratchRoot, { spares: 2 });
@@ -88,7 +88,9 @@ describe('ScratchRepos', () => {
     const scratch = await repos.create(generation);
     expect(ready).toContain(scratch.dir.slice(scratchRoot.length + 1));
     expect(git(scratch.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
-    // And makes another in its place.
+    // And makes another in its place once the push is over, not while it runs.
+    expect(await spares(scratchRoot)).toHaveLength(1);
+    await scratch.remove();
     await until(
       () => spares(scratchRoot),
       (s) => s.length === 2,
