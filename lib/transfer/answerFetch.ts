@@ -17,7 +17,7 @@
 import { Readable } from 'node:stream';
 import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
 import { wantsProtocolV2 } from '../git/uploadPack.js';
-import type { Logger } from '../log.js';
+import { type Logger, serializeError } from '../log.js';
 import { repeatableFetchOf } from '../protocol/repeatableFetch.js';
 import { classifyUploadPackRequest } from '../protocol/uploadPackRequest.js';
 import { type ByteAccount, readAll } from '../util/readAll.js';
@@ -90,7 +90,7 @@ export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promi
       const answer = await answerWithPackUris(deps, target, fetch, request.packLink, owner).catch(
         (error: unknown) => {
           // The client still gets its clone: the whole pack, as without packfile URIs.
-          deps.logger.warn('packfile URIs failed', { repo: target.repo, error: String(error) });
+          deps.logger.warn('packfile URIs failed', { repo: target.repo, error: serializeError(error) });
           return null;
         },
       );
