@@ -68,6 +68,8 @@ export interface App {
   readonly events: EventDispatcher | null;
   /** The fetch request bytes this node holds in memory (bounded in all and per client). */
   readonly requestMemory: MemoryBudget;
+  /** The git processes this node runs at once (bounded in all and per client). */
+  readonly gitBudget: GitBudget;
   /** Catches up event delivery for every repository in the cache (the periodic safety net). */
   catchUpEvents(): Promise<SinkProgress[]>;
   /** Prepares what the first repository page would wait for (a server calls it before it listens). */
@@ -118,6 +120,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const node = await claimNodeDir({ cacheRoot: config.cacheDir, ttlMs: config.nodeTtlMs, now });
   // Asked at each use: the directory is this node's only while its record is live (nodeDir.ts).
   const scratchRoot = () => node.scratch();
+  const scratchRepos = new ScratchRepos(scratchRoot);
   // Versioned: nodes of an older release share the data directory while they drain, and their
   // receive-packs run the hooks of their own release, which speak to them in their own way.
   const hooksDir = await installHooks(join(config.dataDir, 'hooks', HOOKS_VERSION));
@@ -152,8 +155,9 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const publisher = new Publisher(wal, events ? { onPublished: (repo) => track(events.trigger(repo)) } : {});
   const presence = await createPresenceStore(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
+  const gitBudget = new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare);
   const git = new GitRunner({
-    budget: new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare),
+    budget: gitBudget,
     home,
     ...(trace ? { trace2Dir: trace.gitDir } : {}),
   });
@@ -226,7 +230,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       : {}),
     gitAgent,
     scratchRoot,
-    scratchRepos: new ScratchRepos(scratchRoot),
+    scratchRepos,
     afterPublish,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
@@ -268,6 +272,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     history,
     events,
     requestMemory,
+    gitBudget,
     async catchUpEvents() {
       if (events === null) return [];
       const repos = await cachedRepositories(config.cacheDir);
@@ -307,11 +312,13 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     },
     async idle() {
       while (background.size > 0) await Promise.allSettled([...background]);
+      await scratchRepos.settled();
       await cache.releaseUnheldLeases();
     },
     async close() {
       browse.close();
       while (background.size > 0) await Promise.allSettled([...background]);
+      await scratchRepos.settled({ stop: true });
       await cache.releaseUnheldLeases();
       await node.remove();
       await trace?.close();

@@ -52,6 +52,9 @@ export class ScratchRepos {
   readonly #spares: { readonly root: string; readonly dir: string }[] = [];
   readonly #keep: number;
   #making = 0;
+  /** Skeletons being made in the background. */
+  readonly #pending = new Set<Promise<void>>();
+  #stopped = false;
   /** An alternates file per object store, under the root it was made in, hard-linked into each repository. */
   readonly #alternates = new Map<string, string>();
 
@@ -97,6 +100,12 @@ export class ScratchRepos {
     }
   }
 
+  /** Resolves once no skeleton is being made; with `stop`, none is made after (the node is closing). */
+  async settled(options: { stop?: boolean } = {}): Promise<void> {
+    if (options.stop) this.#stopped = true;
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
   /**
    * A file that says "borrow `objects`": a link to it costs a fraction of a new file, and every
    * push to a repository borrows the same objects.
@@ -120,12 +129,18 @@ export class ScratchRepos {
 
   /** Makes skeletons in the background, up to the number kept; a failure only leaves fewer. */
   #refill(): void {
-    while (this.#spares.length + this.#making < this.#keep) {
+    while (!this.#stopped && this.#spares.length + this.#making < this.#keep) {
       this.#making++;
-      void this.#root()
-        .then(async (root) => this.#spares.push({ root, dir: await makeSkeleton(root) }))
+      const making: Promise<void> = this.#root()
+        .then(async (root) => {
+          this.#spares.push({ root, dir: await makeSkeleton(root) });
+        })
         .catch(() => {})
-        .finally(() => this.#making--);
+        .finally(() => {
+          this.#making--;
+          this.#pending.delete(making);
+        });
+      this.#pending.add(making);
     }
   }
 }

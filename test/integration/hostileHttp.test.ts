@@ -717,10 +717,12 @@ describe('hostile HTTP, case by case', () => {
       ...Array.from({ length: GIT_CHILDREN }, () => stall('git-receive-pack', push.body)),
     ];
     // A fetch request is read whole before anything is leased or started for it, so the stalled
-    // fetches hold nothing. The stalled pushes, streamed into git, hold every git slot (and a
-    // read lease each)...
-    expect(await eventually(async () => (await leases()) >= GIT_CHILDREN, 3_000)).toBe(true);
-    expect(await leases()).toBe(GIT_CHILDREN);
+    // fetches hold nothing. The stalled pushes, streamed into git, hold every git slot (and the
+    // node's read lease on the generation they push onto, which they share)...
+    const running = () => server.app.gitBudget.running;
+    expect(await eventually(async () => running() >= GIT_CHILDREN, 3_000)).toBe(true);
+    expect(running()).toBe(GIT_CHILDREN);
+    expect(await leases()).toBe(1);
     const busy = await rawRequest(server.url, {
       head: head('GET', `/${REPO}.git/info/refs?service=git-upload-pack`, { Authorization: AUTH }),
       deadlineMs: 5_000,
@@ -733,7 +735,10 @@ describe('hostile HTTP, case by case', () => {
       expect(response.body.toString()).toMatch(/^narwal: the (fetch request|push) stalled/);
       expect(response.ms).toBeLessThan(BODY_IDLE_MS + 4_000);
     }
-    expect(await eventually(async () => (await leases()) === 0, 5_000)).toBe(true);
+    expect(await eventually(async () => running() === 0, 5_000)).toBe(true);
+    // Nobody holds the lease any more: it goes once the node lets go of what it keeps for later.
+    await server.app.idle();
+    expect(await leases()).toBe(0);
     const after = await gitOk(['ls-remote', `${server.authUrl}/${REPO}.git`], { home });
     expect(after).toContain('refs/heads/main');
     const now = await snapshot();
@@ -1084,7 +1089,9 @@ describe('hostile HTTP, case by case', () => {
         );
       }
       // Their git slots and leases came back: the next push is served.
-      expect(await eventually(async () => (await leases(local.dataDir)) === 0, 5_000)).toBe(true);
+      expect(await eventually(async () => local.app.gitBudget.running === 0, 5_000)).toBe(true);
+      await local.app.idle();
+      expect(await leases(local.dataDir)).toBe(0);
       await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/after'], {
         cwd: work,
         home,
@@ -1120,7 +1127,7 @@ describe('hostile HTTP, case by case', () => {
         });
       // The admin token holds three git processes (the default share of four) with bodies it never ends.
       const held = [1, 2, 3].map(() => push({ signal: release.signal }));
-      expect(await eventually(async () => (await leases(local.dataDir)) === 3, 5_000)).toBe(true);
+      expect(await eventually(async () => local.app.gitBudget.running === 3, 5_000)).toBe(true);
       const fourth = await push({});
       expect(fourth.status, fourth.body.toString()).toBe(503);
       expect(fourth.headers['retry-after']).toBe('1');
@@ -1132,7 +1139,9 @@ describe('hostile HTTP, case by case', () => {
       await gitOk(['push', '-q', `${otherUrl}/${REPO}.git`, 'main:refs/heads/other'], { cwd: work, home });
       release.abort();
       await Promise.all(held);
-      expect(await eventually(async () => (await leases(local.dataDir)) === 0, 5_000)).toBe(true);
+      expect(await eventually(async () => local.app.gitBudget.running === 0, 5_000)).toBe(true);
+      await local.app.idle();
+      expect(await leases(local.dataDir)).toBe(0);
       await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/again'], {
         cwd: work,
         home,

@@ -97,6 +97,24 @@ describe('ScratchRepos', () => {
     );
   });
 
+  it('tells when no skeleton is being made, and makes none once stopped (a node about to remove its directory)', async () => {
+    const scratchRoot = join(root, 'stop');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 2 });
+    await repos.create(generation);
+    // The two spares started by the first push are on disk once it says so, without polling.
+    await repos.settled();
+    expect(await spares(scratchRoot)).toHaveLength(2);
+    const scratch = await repos.create(generation);
+    expect(await spares(scratchRoot)).toHaveLength(1);
+    await repos.settled({ stop: true });
+    // Over after the stop: its spare is not made again.
+    await scratch.remove();
+    await repos.settled();
+    await sleep(50);
+    expect(await spares(scratchRoot)).toHaveLength(1);
+  });
+
   it('makes a new one when its skeletons or its alternates file went away', async () => {
     const scratchRoot = join(root, 'c');
     await mkdir(scratchRoot);
