@@ -163,9 +163,8 @@ export function clonePackBody(
   done: () => void,
   lines: Buffer = Buffer.alloc(0),
 ): Readable & RecyclingBody {
-  // Buffers given out, by their memory, and those given back to be filled again.
+  // Buffers given out, by their memory, to be given back to the pool once written.
   const lent = new Map<ArrayBufferLike, Buffer>();
-  const spare: Buffer[] = [];
   async function* frames(): AsyncGenerator<Buffer> {
     yield Buffer.concat([lines, encodePktLine(clone.preamble)]);
     // The file is read straight into the packets' data parts, several per read and all in one
@@ -174,7 +173,7 @@ export function clonePackBody(
     const slots = Math.min(MAX_SLOTS, Math.ceil(READ_BYTES / clone.sidebandData));
     try {
       for (;;) {
-        const chunk = spare.pop() ?? Buffer.allocUnsafeSlow(slots * size);
+        const chunk = chunks.take(slots * size);
         const parts = Array.from({ length: slots }, (_, i) =>
           chunk.subarray(i * size + HEADER, (i + 1) * size),
         );
@@ -206,7 +205,7 @@ export function clonePackBody(
       const whole = lent.get(chunk.buffer);
       if (!whole) return;
       lent.delete(chunk.buffer);
-      if (spare.length < SPARE_CHUNKS) spare.push(whole);
+      chunks.give(whole);
     },
   });
   let finished = false;
@@ -270,8 +269,36 @@ export class ClonePacking {
   }
 }
 
-/** Chunks kept to be filled again: one being written while the next is read is the steady state. */
-const SPARE_CHUNKS = 2;
+/**
+ * Chunks kept to be filled again, by every answer of this process: one being written while the
+ * next is read is the steady state of one clone, and a storm of small cached answers would
+ * otherwise allocate a fresh megabyte each, outside V8's heap, whose growth alone sets off a full
+ * garbage collection every few dozen answers.
+ */
+const SPARE_CHUNKS = 8;
+
+/** A bounded pool of read buffers, by size (side-band and side-band-64k frame them differently). */
+class ChunkPool {
+  readonly #spare = new Map<number, Buffer[]>();
+  #count = 0;
+
+  take(bytes: number): Buffer {
+    const chunk = this.#spare.get(bytes)?.pop();
+    if (chunk === undefined) return Buffer.allocUnsafeSlow(bytes);
+    this.#count--;
+    return chunk;
+  }
+
+  give(chunk: Buffer): void {
+    if (this.#count >= SPARE_CHUNKS) return;
+    const list = this.#spare.get(chunk.length) ?? [];
+    list.push(chunk);
+    this.#spare.set(chunk.length, list);
+    this.#count++;
+  }
+}
+
+const chunks = new ChunkPool();
 
 /** A sideband packet's pkt-len and band byte. */
 const HEADER = 5;

@@ -98,6 +98,26 @@ describe('cached clone packs', () => {
     expect(memory.size).toBeLessThanOrEqual(3);
   });
 
+  it('fills the chunks of one answer again for the next: a storm of small answers allocates none', async () => {
+    const clone = { key: KEY, preamble: 'NAK\n', sidebandData: 65515 };
+    const content = Buffer.concat([Buffer.from('PACK'), randomBytes(200_000)]);
+    const generation = await generationWith(content);
+    const memory = new Set<ArrayBufferLike>();
+    for (let i = 0; i < 20; i++) {
+      const pack = await openClonePack(generation, clone);
+      if (!pack) throw new Error('not opened');
+      const body = clonePackBody(clone, pack, () => {});
+      const data: Buffer[] = [];
+      for await (const chunk of body) {
+        if ((chunk as Buffer).length > 1000) memory.add((chunk as Buffer).buffer);
+        data.push(Buffer.from(chunk as Buffer));
+        body.recycle(chunk as Buffer);
+      }
+      expect(Buffer.concat(data).length).toBeGreaterThan(content.length);
+    }
+    expect(memory.size).toBe(1);
+  });
+
   it('opens nothing when there is no cached pack or it is too short to be one', async () => {
     const clone = {
       key: KEY,
