@@ -39,6 +39,8 @@ export class SharedLeases {
   readonly #leases = new Map<string, Shared>();
   /** The lease taken last per repository: the only one kept once nobody holds it. */
   readonly #latest = new Map<string, Shared>();
+  /** Releases under way of records let go before their window closed. */
+  readonly #releasing = new Set<Promise<void>>();
 
   constructor(options: LeaseOptions) {
     this.#options = options;
@@ -55,14 +57,15 @@ export class SharedLeases {
       users: 0,
     };
     if (!joinable) {
+      // Too old to join and held by nobody: its release timer need not wait.
       const previous = this.#leases.get(k);
-      if (previous && previous.users === 0) {
-        // Too old to join and held by nobody: its release timer need not wait.
-        clearTimeout(previous.timer);
-        void previous.lease.then((lease) => lease.release()).catch(() => {});
-      }
+      if (previous && previous.users === 0) this.#drop(previous);
       this.#leases.set(k, shared);
+      const latest = this.#latest.get(repo);
       this.#latest.set(repo, shared);
+      // The repository's newest lease was another one, kept for requests to come and held by
+      // nobody: they come for this one now, so that one goes now, not when its window closes.
+      if (latest && latest !== previous && latest.users === 0) this.#drop(latest);
     }
     const hold = this.#hold(k, shared, joinable !== undefined, repo);
     try {
@@ -86,9 +89,21 @@ export class SharedLeases {
       this.#leases.delete(k);
     }
     for (const [repo, shared] of this.#latest) if (shared.users === 0) this.#latest.delete(repo);
-    await Promise.all(
-      unheld.map(([, shared]) => shared.lease.then((lease) => lease.release()).catch(() => {})),
-    );
+    await Promise.all([
+      ...unheld.map(([, shared]) => shared.lease.then((lease) => lease.release()).catch(() => {})),
+      ...this.#releasing,
+    ]);
+  }
+
+  /** Releases a record nobody holds, and forgets it. */
+  #drop(shared: Shared): void {
+    clearTimeout(shared.timer);
+    for (const [k, known] of this.#leases) if (known === shared) this.#leases.delete(k);
+    const released: Promise<void> = shared.lease
+      .then((lease) => lease.release())
+      .catch(() => {})
+      .finally(() => this.#releasing.delete(released));
+    this.#releasing.add(released);
   }
 
   #joinable(k: string): Shared | undefined {

@@ -115,6 +115,23 @@ describe('SharedLeases', () => {
     expect(await records('g2')).toHaveLength(1);
   });
 
+  it('lets the newest generation kept for requests to come go as soon as one comes for a newer one', async () => {
+    // A push every few milliseconds: each generation was the newest for a moment, and is not
+    // kept for the whole join window once the next one is leased.
+    const shared = leases();
+    await (await shared.take('r', 'g1')).release();
+    expect(await records('g1')).toHaveLength(1);
+    const newer = await shared.take('r', 'g2');
+    // Well inside g1's join window (100 ms).
+    await sleep(20);
+    expect(await records('g1')).toHaveLength(0);
+    await newer.release();
+    expect(await records('g2')).toHaveLength(1);
+    // Still joinable, and the only one kept.
+    expect((await shared.take('r', 'g2')).joined).toBe(true);
+    expect(creates).toBe(2);
+  });
+
   it('lets nobody join a lease discarded (its generation was gone)', async () => {
     const shared = leases();
     const first = await shared.take('r', 'g1');
