@@ -317,6 +317,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     },
     async close() {
       browse.close();
+      git.close();
       while (background.size > 0) await Promise.allSettled([...background]);
       await scratchRepos.settled({ stop: true });
       await cache.releaseUnheldLeases();

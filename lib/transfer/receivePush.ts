@@ -226,12 +226,11 @@ async function receiveInto(
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
   try {
     await deps.ensureHooks();
-    child = await deps.git.spawn(
-      [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc', scratch.dir],
-      {
-        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-        owner: request.owner,
-      },
+    // Every push starts receive-pack the same way but for its directory: one started ahead waits.
+    child = await deps.git.spawnReady(
+      [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc'],
+      scratch.dir,
+      { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], owner: request.owner },
     );
   } catch (error) {
     await Promise.all([scratch.remove(), generation.release(), cleanup()]);

@@ -1,19 +1,34 @@
 /**
  * GitRunner against the real git: background work (checkpoint repacks, multi-pack-indexes) runs
  * at a lower CPU priority, and so do the processes git starts for it; requests keep the normal one.
+ * Processes started ahead (spawnReady) become the git asked for, with its last argument and
+ * everything written after it on stdin, and take their budget slot only when handed out.
  */
-import { mkdtemp, readFile } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GitBudget } from '../../lib/git/GitBudget.js';
 import { GitRunner } from '../../lib/git/GitRunner.js';
 
-async function runner(): Promise<GitRunner> {
-  return new GitRunner({
-    budget: new GitBudget(4, 0),
-    home: await mkdtemp(join(tmpdir(), 'narwal-home-')),
-  });
+async function runner(budget = new GitBudget(4, 0)): Promise<GitRunner> {
+  return new GitRunner({ budget, home: await mkdtemp(join(tmpdir(), 'narwal-home-')) });
+}
+
+/** What `child` wrote and how it ended, once it did. */
+async function outputOf(child: ChildProcess): Promise<{ code: number | null; stdout: string }> {
+  const out: Buffer[] = [];
+  child.stdout?.on('data', (d: Buffer) => out.push(d));
+  const code = await new Promise<number | null>((done) => child.once('close', done));
+  return { code, stdout: Buffer.concat(out).toString('utf8') };
+}
+
+/** The processes this one started that still run. */
+async function children(): Promise<number[]> {
+  const text = await readFile(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8');
+  return text.trim() === '' ? [] : text.trim().split(' ').map(Number);
 }
 
 /** The nice values of a git process that runs a shell alias, and of the shell it started. */
@@ -45,3 +60,70 @@ describe('GitRunner', () => {
     expect(lowered.shell).toBe(lowered.git);
   });
 });
+
+describe('GitRunner.spawnReady', () => {
+  const blobOf = (text: string) =>
+    execFileSync('git', ['hash-object', '--stdin'], { input: text }).toString('utf8').trim();
+
+  /** `git hash-object --stdin <file>`: the hash of what came on stdin, then of the file. */
+  async function hashBoth(git: GitRunner, file: string, input: string): Promise<ChildProcess> {
+    const child = await git.spawnReady(['hash-object', '--stdin'], file);
+    child.stdin?.end(input);
+    return child;
+  }
+
+  it('becomes the git asked for, with its last argument and the input after it, and holds a slot only then', async () => {
+    const budget = new GitBudget(4, 0);
+    const git = await runner(budget);
+    const file = join(await mkdtemp(join(tmpdir(), 'narwal-ready-')), 'with space\ttab');
+    await writeFile(file, 'in the file\n');
+    try {
+      // The first call spawns; once it is over, one is started ahead, waiting without a slot.
+      const first = await outputOf(await hashBoth(git, file, 'first\n'));
+      expect(first).toEqual({ code: 0, stdout: `${blobOf('first\n')}\n${blobOf('in the file\n')}\n` });
+      const [waiting] = await readyShells(1);
+      expect(budget.running).toBe(0);
+      const child = await hashBoth(git, file, 'second, a longer input\n'.repeat(5000));
+      expect(child.pid).toBe(waiting);
+      expect(budget.running).toBe(1);
+      expect(await outputOf(child)).toEqual({
+        code: 0,
+        stdout: `${blobOf('second, a longer input\n'.repeat(5000))}\n${blobOf('in the file\n')}\n`,
+      });
+      expect(budget.running).toBe(0);
+    } finally {
+      git.close();
+    }
+  });
+
+  it('spawns anew when the one started ahead died, and stops those waiting on close', async () => {
+    const git = await runner();
+    const file = join(await mkdtemp(join(tmpdir(), 'narwal-ready-')), 'f');
+    await writeFile(file, 'x\n');
+    await outputOf(await hashBoth(git, file, 'a\n'));
+    const [dead] = await readyShells(1);
+    process.kill(dead ?? 0, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 100));
+    const child = await hashBoth(git, file, 'b\n');
+    expect(child.pid).not.toBe(dead);
+    expect((await outputOf(child)).stdout).toBe(`${blobOf('b\n')}\n${blobOf('x\n')}\n`);
+    await readyShells(1);
+    git.close();
+    await readyShells(0);
+  });
+});
+
+/** Waits until exactly `count` shells started ahead run under this process; their pids. */
+async function readyShells(count: number): Promise<number[]> {
+  let found: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    found = [];
+    for (const pid of await children()) {
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (cmdline.includes('read -r last')) found.push(pid);
+    }
+    if (found.length === count) return found;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`expected ${count} shells waiting, found ${found.length}`);
+}
