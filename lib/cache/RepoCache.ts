@@ -39,6 +39,7 @@ import type { RefValue } from '../protocol/refValue.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { retryReads } from '../store/retryReads.js';
 import { Busy } from '../util/Busy.js';
+import { isCode } from '../util/isCode.js';
 import { KeyedMutex } from '../util/KeyedMutex.js';
 import { mapLimit } from '../util/mapLimit.js';
 import { packKey } from '../wal/keys.js';
@@ -506,7 +507,7 @@ async function linkIfMissing(from: string, to: string): Promise<void> {
   try {
     await link(from, to);
   } catch (error) {
-    if (error instanceof Error && 'code' in error && error.code === 'EEXIST') return;
+    if (isCode(error, 'EEXIST')) return;
     throw error;
   }
 }

@@ -8,6 +8,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { link, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { isCode } from '../util/isCode.js';
 
 export interface ReceivedPack {
   readonly name: string;
@@ -174,10 +175,6 @@ async function fill(
     throw error;
   });
   return scratchOf(dir);
-}
-
-function isCode(error: unknown, code: string): boolean {
-  return error instanceof Error && 'code' in error && error.code === code;
 }
 
 function scratchOf(dir: string): ScratchRepo {

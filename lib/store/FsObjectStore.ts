@@ -29,6 +29,7 @@ import {
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { isCode } from '../util/isCode.js';
 import { ContentCheck } from './ContentCheck.js';
 import { DurableFileWriter } from './DurableFileWriter.js';
 import {
@@ -380,10 +381,6 @@ async function fileEtag(body: FileBody): Promise<string> {
 /** S3 accepts etags with or without their quotes. */
 function sameEtag(a: string, b: string): boolean {
   return a.replace(/"/g, '') === b.replace(/"/g, '');
-}
-
-function isCode(error: unknown, code: string): boolean {
-  return error instanceof Error && 'code' in error && error.code === code;
 }
 
 /** Links `from` at `to`; false when the file system cannot (another device, no hard links). */
