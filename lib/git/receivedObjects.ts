@@ -53,13 +53,7 @@ export class ReceivedObjects {
 
   /** The type and size of each of `oids` that exists. */
   async infos(oids: readonly string[]): Promise<Map<string, ObjectInfo>> {
-    const found = new Map<string, ObjectInfo>();
-    const rest: string[] = [];
-    for (const oid of new Set(oids)) {
-      const info = this.#packed?.info(oid);
-      if (info) found.set(oid, info);
-      else rest.push(oid);
-    }
+    const { found, rest } = lookUp(oids, (oid) => this.#packed?.info(oid));
     if (rest.length === 0) return found;
     const out = await this.#git.check(
       ['cat-file', '--batch-check=%(objectname) %(objecttype) %(objectsize)'],
@@ -79,13 +73,7 @@ export class ReceivedObjects {
 
   /** The contents of each of `oids` that exists: meant for small objects. */
   async contents(oids: readonly string[]): Promise<Map<string, Buffer>> {
-    const found = new Map<string, Buffer>();
-    const rest: string[] = [];
-    for (const oid of new Set(oids)) {
-      const body = this.#packed?.contents(oid);
-      if (body) found.set(oid, body);
-      else rest.push(oid);
-    }
+    const { found, rest } = lookUp(oids, (oid) => this.#packed?.contents(oid));
     if (rest.length === 0) return found;
     const out = await this.#git.check(['cat-file', '--batch'], {
       cwd: this.#dir,
@@ -109,4 +97,19 @@ export class ReceivedObjects {
     }
     return found;
   }
+}
+
+/** What `find` knows of each of `oids` (once each), and the ones it does not: for git to answer. */
+function lookUp<T>(
+  oids: readonly string[],
+  find: (oid: string) => T | undefined,
+): { found: Map<string, T>; rest: string[] } {
+  const found = new Map<string, T>();
+  const rest: string[] = [];
+  for (const oid of new Set(oids)) {
+    const value = find(oid);
+    if (value) found.set(oid, value);
+    else rest.push(oid);
+  }
+  return { found, rest };
 }
