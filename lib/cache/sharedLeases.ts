@@ -23,11 +23,16 @@ export interface SharedHold extends Held {
 }
 
 interface Shared {
+  readonly repo: string;
+  /** Its key in the map of leases (repository and generation). */
+  readonly key: string;
   /** The record, once taken (requests that join while it is being taken wait for it). */
   readonly lease: Promise<Held>;
   readonly takenAt: number;
   users: number;
   timer?: NodeJS.Timeout;
+  /** Released (or being released): it is never released twice. */
+  dropped?: boolean;
 }
 
 /** Joining is allowed for at most this long, whatever the lease period. */
@@ -39,7 +44,7 @@ export class SharedLeases {
   readonly #leases = new Map<string, Shared>();
   /** The lease taken last per repository: the only one kept once nobody holds it. */
   readonly #latest = new Map<string, Shared>();
-  /** Releases under way of records let go before their window closed. */
+  /** Releases under way (releaseUnheld waits for them). */
   readonly #releasing = new Set<Promise<void>>();
 
   constructor(options: LeaseOptions) {
@@ -52,6 +57,8 @@ export class SharedLeases {
     const k = key(repo, generation);
     const joinable = this.#joinable(k);
     const shared = joinable ?? {
+      repo,
+      key: k,
       lease: takeLease(this.#options, repo, generation),
       takenAt: this.#options.now(),
       users: 0,
@@ -60,14 +67,14 @@ export class SharedLeases {
       // Too old to join and held by nobody: its release timer need not wait.
       const previous = this.#leases.get(k);
       if (previous && previous.users === 0) this.#drop(previous);
-      this.#leases.set(k, shared);
-      const latest = this.#latest.get(repo);
-      this.#latest.set(repo, shared);
       // The repository's newest lease was another one, kept for requests to come and held by
       // nobody: they come for this one now, so that one goes now, not when its window closes.
-      if (latest && latest !== previous && latest.users === 0) this.#drop(latest);
+      const latest = this.#latest.get(repo);
+      if (latest && latest.users === 0) this.#drop(latest);
+      this.#leases.set(k, shared);
+      this.#latest.set(repo, shared);
     }
-    const hold = this.#hold(k, shared, joinable !== undefined, repo);
+    const hold = this.#hold(shared, joinable !== undefined);
     try {
       await shared.lease;
     } catch (error) {
@@ -83,27 +90,24 @@ export class SharedLeases {
    * node stopping, a test that wants the cache idle); records in use stay.
    */
   async releaseUnheld(): Promise<void> {
-    const unheld = [...this.#leases].filter(([, shared]) => shared.users === 0);
-    for (const [k, shared] of unheld) {
-      clearTimeout(shared.timer);
-      this.#leases.delete(k);
-    }
-    for (const [repo, shared] of this.#latest) if (shared.users === 0) this.#latest.delete(repo);
-    await Promise.all([
-      ...unheld.map(([, shared]) => shared.lease.then((lease) => lease.release()).catch(() => {})),
-      ...this.#releasing,
-    ]);
+    for (const shared of [...this.#leases.values(), ...this.#latest.values()])
+      if (shared.users === 0) this.#drop(shared);
+    await Promise.all([...this.#releasing]);
   }
 
-  /** Releases a record nobody holds, and forgets it. */
-  #drop(shared: Shared): void {
+  /** Releases a record nobody holds (once), and forgets it. */
+  #drop(shared: Shared): Promise<void> {
     clearTimeout(shared.timer);
-    for (const [k, known] of this.#leases) if (known === shared) this.#leases.delete(k);
+    if (this.#leases.get(shared.key) === shared) this.#leases.delete(shared.key);
+    if (this.#latest.get(shared.repo) === shared) this.#latest.delete(shared.repo);
+    if (shared.dropped) return Promise.resolve();
+    shared.dropped = true;
     const released: Promise<void> = shared.lease
       .then((lease) => lease.release())
       .catch(() => {})
       .finally(() => this.#releasing.delete(released));
     this.#releasing.add(released);
+    return released;
   }
 
   #joinable(k: string): Shared | undefined {
@@ -111,7 +115,7 @@ export class SharedLeases {
     return shared && this.#options.now() - shared.takenAt < this.#joinMs ? shared : undefined;
   }
 
-  #hold(k: string, shared: Shared, joined: boolean, repo: string): SharedHold {
+  #hold(shared: Shared, joined: boolean): SharedHold {
     shared.users++;
     clearTimeout(shared.timer);
     let done = false;
@@ -119,25 +123,14 @@ export class SharedLeases {
       if (done) return Promise.resolve();
       done = true;
       shared.users--;
-      if (discard && this.#leases.get(k) === shared) this.#leases.delete(k);
+      if (discard && this.#leases.get(shared.key) === shared) this.#leases.delete(shared.key);
       if (shared.users > 0) return Promise.resolve();
       // Only the repository's newest lease is kept: an older generation is left to eviction now.
-      if (this.#leases.get(k) !== shared || this.#latest.get(repo) !== shared) {
-        if (this.#leases.get(k) === shared) this.#leases.delete(k);
-        if (this.#latest.get(repo) === shared) this.#latest.delete(repo);
-        return shared.lease.then((lease) => lease.release()).catch(() => {});
-      }
+      if (this.#leases.get(shared.key) !== shared || this.#latest.get(shared.repo) !== shared)
+        return this.#drop(shared);
       // Kept for whoever comes while it can still be joined, then released.
       const left = shared.takenAt + this.#joinMs - this.#options.now();
-      shared.timer = setTimeout(
-        () => {
-          if (shared.users > 0) return;
-          if (this.#leases.get(k) === shared) this.#leases.delete(k);
-          if (this.#latest.get(repo) === shared) this.#latest.delete(repo);
-          void shared.lease.then((lease) => lease.release()).catch(() => {});
-        },
-        Math.max(0, left),
-      );
+      shared.timer = setTimeout(() => shared.users === 0 && void this.#drop(shared), Math.max(0, left));
       shared.timer.unref();
       return Promise.resolve();
     };
