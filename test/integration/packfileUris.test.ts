@@ -49,6 +49,18 @@ async function stateOf(dir: string): Promise<{ refs: string; objects: string }> 
   };
 }
 
+/**
+ * A normal clone of `repo` into `dir`/normal.git (the first also completes the generation), then
+ * one that accepts packfile URIs into `dir`/uris.git; their paths.
+ */
+async function cloneBoth(repo: string, dir: string): Promise<{ normal: string; uris: string }> {
+  const normal = join(dir, 'normal.git');
+  const uris = join(dir, 'uris.git');
+  await gitOk(['clone', '--quiet', '--bare', `${server.authUrl}/${repo}.git`, normal], { home });
+  await gitOk([...OPT_IN, 'clone', '--quiet', '--bare', `${server.authUrl}/${repo}.git`, uris], { home });
+  return { normal, uris };
+}
+
 async function packsOf(dir: string): Promise<string[]> {
   return (await readdir(join(dir, 'objects', 'pack'))).filter((n) => n.endsWith('.pack')).sort();
 }
@@ -139,22 +151,11 @@ describe('packfile-uris', () => {
   it('clones with the stored pack as a URI and leaves the repository a normal clone does', async () => {
     const dir = await tempDir('pfu');
     // A normal clone first: it completes the generation, and is the reference.
-    await gitOk(
-      ['clone', '--quiet', '--bare', `${server.authUrl}/team/express.git`, join(dir, 'normal.git')],
-      { home },
-    );
-    await gitOk(
-      [...OPT_IN, 'clone', '--quiet', '--bare', `${server.authUrl}/team/express.git`, join(dir, 'uris.git')],
-      {
-        home,
-      },
-    );
-    const normal = await stateOf(join(dir, 'normal.git'));
-    const uris = await stateOf(join(dir, 'uris.git'));
-    expect(uris).toEqual(normal);
+    const clones = await cloneBoth('team/express', dir);
+    expect(await stateOf(clones.uris)).toEqual(await stateOf(clones.normal));
     // The stored pack came by its URI, beside the inline pack.
     const stored = await storedPacks('team/express');
-    const packs = await packsOf(join(dir, 'uris.git'));
+    const packs = await packsOf(clones.uris);
     expect(packs).toHaveLength(2);
     expect(packs).toContain(`${stored[0]}.pack`);
   }, 120_000);
@@ -204,17 +205,9 @@ describe('packfile-uris', () => {
       cwd: work,
       home,
     });
-    await gitOk(['clone', '--quiet', '--bare', `${server.authUrl}/team/force.git`, join(dir, 'normal.git')], {
-      home,
-    });
-    await gitOk(
-      [...OPT_IN, 'clone', '--quiet', '--bare', `${server.authUrl}/team/force.git`, join(dir, 'uris.git')],
-      {
-        home,
-      },
-    );
-    expect(await stateOf(join(dir, 'uris.git'))).toEqual(await stateOf(join(dir, 'normal.git')));
-    expect(await hasObject(join(dir, 'uris.git'), home, first)).toBe(false);
+    const clones = await cloneBoth('team/force', dir);
+    expect(await stateOf(clones.uris)).toEqual(await stateOf(clones.normal));
+    expect(await hasObject(clones.uris, home, first)).toBe(false);
   }, 120_000);
 
   it('answers as today when no stored pack holds only what the clone needs', async () => {
@@ -273,18 +266,9 @@ describe('packfile-uris', () => {
   it('names the newest checkpoint’s pack once there is one', async () => {
     await server.app.checkpointer.make('team/express');
     const dir = await tempDir('pfu-checkpoint');
-    await gitOk(
-      ['clone', '--quiet', '--bare', `${server.authUrl}/team/express.git`, join(dir, 'normal.git')],
-      { home },
-    );
-    await gitOk(
-      [...OPT_IN, 'clone', '--quiet', '--bare', `${server.authUrl}/team/express.git`, join(dir, 'uris.git')],
-      {
-        home,
-      },
-    );
-    expect(await stateOf(join(dir, 'uris.git'))).toEqual(await stateOf(join(dir, 'normal.git')));
-    expect(await packsOf(join(dir, 'uris.git'))).toHaveLength(2);
+    const clones = await cloneBoth('team/express', dir);
+    expect(await stateOf(clones.uris)).toEqual(await stateOf(clones.normal));
+    expect(await packsOf(clones.uris)).toHaveLength(2);
   }, 120_000);
 });
 

@@ -1,30 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { BenchResults } from '../../../bench/benchResults.js';
 import type { LfsBenchResult } from '../../../bench/lfsTransfer.js';
 import { evaluateTargets } from '../../../bench/targets.js';
+import { benchResultsWith } from '../../helpers/benchResults.js';
 
-function results(lfs: LfsBenchResult): BenchResults {
-  return {
-    benchmark: 'narwal-vs-peer',
-    mode: 'quick',
-    startedAt: '2026-01-01T00:00:00Z',
-    finishedAt: '2026-01-01T00:01:00Z',
-    machine: {
-      nproc: 2,
-      cpu: 'x',
-      memoryGiB: 4,
-      kernel: 'k',
-      git: 'git',
-      node: 'v20',
-      loadAverageBefore: [0],
-    },
-    narwal: { commit: 'c'.repeat(40), localChanges: false, cli: 'dist/narwal.js' },
-    latencyMs: 30,
-    sizes: {},
-    notes: [],
-    lfs,
-  };
-}
+const results = (lfs: LfsBenchResult) => benchResultsWith({ lfs });
 
 const transfer = {
   bytes: 200 * 1024 * 1024,

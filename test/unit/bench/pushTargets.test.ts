@@ -1,31 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { BenchResults } from '../../../bench/benchResults.js';
 import type { WritersResult } from '../../../bench/concurrentWriters.js';
 import type { SequentialResult } from '../../../bench/sequentialPushes.js';
 import { evaluateTargets } from '../../../bench/targets.js';
-
-function results(extra: Partial<BenchResults>): BenchResults {
-  return {
-    benchmark: 'narwal-vs-peer',
-    mode: 'quick',
-    startedAt: '2026-01-01T00:00:00Z',
-    finishedAt: '2026-01-01T00:01:00Z',
-    machine: {
-      nproc: 2,
-      cpu: 'x',
-      memoryGiB: 4,
-      kernel: 'k',
-      git: 'git',
-      node: 'v20',
-      loadAverageBefore: [0],
-    },
-    narwal: { commit: 'c'.repeat(40), localChanges: false, cli: 'dist/narwal.js' },
-    latencyMs: 30,
-    sizes: {},
-    notes: [],
-    ...extra,
-  };
-}
+import { benchResultsWith } from '../../helpers/benchResults.js';
 
 const sequential = (server: string, latencies: number[]) =>
   ({ server, pushes: latencies.length, latencies, failures: 0 }) as unknown as SequentialResult;
@@ -43,7 +20,7 @@ const writers = (server: string, count: number, wallMs: number) =>
 describe('the push targets', () => {
   it('holds pushes to the peer: p50 and spread at most its own, at most 2 round trips over it at 30 ms', () => {
     const rows = evaluateTargets(
-      results({
+      benchResultsWith({
         sequential: [
           sequential('peer', [90, 100, 110]),
           sequential('narwal', [95, 101, 107]),
@@ -58,7 +35,7 @@ describe('the push targets', () => {
     ]);
     expect(rows[2]?.measured).toBe('155 ms, 55 ms over peer = 1.8 round trips');
     const slow = evaluateTargets(
-      results({
+      benchResultsWith({
         sequential: [sequential('peer', [90, 100, 110]), sequential('narwal-30ms', [180, 190, 200])],
       }),
     );
@@ -67,7 +44,7 @@ describe('the push targets', () => {
 
   it("compares the wall time of the most writers both servers ran with the peer's", () => {
     const rows = evaluateTargets(
-      results({
+      benchResultsWith({
         writers: [
           writers('peer', 50, 2000),
           writers('peer', 150, 6000),
