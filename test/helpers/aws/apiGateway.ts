@@ -325,8 +325,13 @@ export async function startApiGateway(options: ApiGatewayOptions): Promise<Runni
       if (wait > 0) await new Promise((done) => setTimeout(done, wait));
       if (chunk.length > 0 && req.method !== 'HEAD' && !res.destroyed && !res.write(chunk)) {
         await new Promise<void>((done) => {
-          res.once('drain', done);
-          res.once('close', done);
+          const settle = () => {
+            res.off('drain', settle);
+            res.off('close', settle);
+            done();
+          };
+          res.once('drain', settle);
+          res.once('close', settle);
         });
       }
     });
