@@ -18,7 +18,7 @@
  * fetch's key) and kept in the generation beside its cached clone packs; the next identical clone
  * reads two small files and sends a few hundred bytes, however large the repository.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants, createWriteStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -60,6 +60,15 @@ const PLAN_SUFFIX = '.uris.json';
 /** At most this many URIs per answer: a checkpoint's pack and the largest pushes after it. */
 const MAX_URI_PACKS = 8;
 const INLINE_SUFFIX = '.uris.pack';
+/**
+ * The inline pack when the URIs cover every object (the usual case right after a checkpoint):
+ * `PACK`, version 2, no objects, and the SHA-1 of those twelve bytes, as pack-objects writes it
+ * for an empty list, without starting a process for it.
+ */
+const EMPTY_PACK = (() => {
+  const header = Buffer.from('PACK\0\0\0\x02\0\0\0\0', 'binary');
+  return Buffer.concat([header, createHash('sha1').update(header).digest()]);
+})();
 
 /**
  * The answer to `fetch` (a full clone whose client accepts packfile URIs) with stored packs as
@@ -151,7 +160,9 @@ async function makePlan(
   const plan: UriPlan = { v: 2, packs: packs.map(({ name, hash }) => ({ name, hash })), inline: rest.length };
   if (packs.length > 0) {
     await keep(join(cache, `${key}${INLINE_SUFFIX}`), (part) =>
-      packObjects(deps, generation, rest, request.ofsDelta, owner, part),
+      rest.length === 0
+        ? writeFile(part, EMPTY_PACK)
+        : packObjects(deps, generation, rest, request.ofsDelta, owner, part),
     );
   }
   await keep(join(cache, `${key}${PLAN_SUFFIX}`), (part) => writeFile(part, JSON.stringify(plan)));
