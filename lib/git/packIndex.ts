@@ -27,13 +27,42 @@ export class InvalidPackIndex extends Error {
   readonly code = 'InvalidPackIndex';
 }
 
-export function readPackIndex(idx: Buffer): PackIndex {
+/**
+ * The object names of a pack index where they lie, for a caller that compares them as bytes
+ * (ObjectNameSet) instead of making a string of each.
+ */
+export interface PackNames {
+  readonly count: number;
+  /** The index itself: the name of object `i` (in sorted order) is at `nameAt(i)`, 20 bytes. */
+  readonly bytes: Buffer;
+  nameAt(i: number): number;
+  /** The pack's trailing checksum, as hex. */
+  readonly packHash: string;
+}
+
+export function readPackNames(idx: Buffer): PackNames {
+  const count = checkedCount(idx);
+  return {
+    count,
+    bytes: idx,
+    nameAt: (i) => NAMES_AT + i * HASH_BYTES,
+    packHash: idx.toString('hex', idx.length - 2 * HASH_BYTES, idx.length - HASH_BYTES),
+  };
+}
+
+/** The object count of a well-formed index, or InvalidPackIndex. */
+function checkedCount(idx: Buffer): number {
   if (idx.length < NAMES_AT + 2 * HASH_BYTES || idx.readUInt32BE(0) !== MAGIC || idx.readUInt32BE(4) !== 2)
     throw new InvalidPackIndex('not a version 2 pack index');
   const count = idx.readUInt32BE(NAMES_AT - 4);
   // Names, CRCs and 4-byte offsets, then at least the two checksums.
   if (idx.length < NAMES_AT + count * (HASH_BYTES + 8) + 2 * HASH_BYTES)
     throw new InvalidPackIndex('the pack index is shorter than its object count says');
+  return count;
+}
+
+export function readPackIndex(idx: Buffer): PackIndex {
+  const count = checkedCount(idx);
   const oids: string[] = new Array(count);
   const offsets: number[] = new Array(count);
   const smallAt = NAMES_AT + count * (HASH_BYTES + 4);

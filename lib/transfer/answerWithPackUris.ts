@@ -27,8 +27,9 @@ import { pipeline } from 'node:stream/promises';
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { childExit } from '../git/childOutput.js';
 import { GitFailed, type GitRunner } from '../git/GitRunner.js';
+import { ObjectList } from '../git/ObjectList.js';
 import { PACK_CACHE_DIR } from '../git/packCacheHook.js';
-import { readPackIndex } from '../git/packIndex.js';
+import { type PackNames, readPackNames } from '../git/packIndex.js';
 import { acceptsUri, type PackfileUri, packfileUrisSection } from '../protocol/packfileUris.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { PACK_HEADER } from '../protocol/shallowInfo.js';
@@ -139,24 +140,24 @@ async function makePlan(
 ): Promise<UriPlan> {
   const cache = join(generation.dir, PACK_CACHE_DIR);
   const key = request.key;
-  const reachable = await reachableObjects(deps, generation, request.wants, owner);
-  const oids = new Set(reachable.map((line) => line.slice(0, 40)));
-  const candidates: { name: string; hash: string; oids: readonly string[] }[] = [];
+  const reachable = new ObjectList(await reachableObjects(deps, generation, request.wants, owner));
+  const candidates: { name: string; hash: string; members: Uint32Array }[] = [];
   for (const name of await statePacks(target)) {
-    const base = join(generation.objects, 'pack', name);
-    const idx = await readFile(`${base}.idx`).catch(() => null);
+    const idx = await readFile(join(generation.objects, 'pack', `${name}.idx`)).catch(() => null);
     if (idx === null) continue;
-    const index = readPackIndex(idx);
-    if (index.oids.length === 0 || !index.oids.every((oid) => oids.has(oid))) continue;
-    candidates.push({ name, hash: index.packHash, oids: index.oids });
+    const pack = readPackNames(idx);
+    const members = reachableMembers(pack, reachable);
+    if (members !== null && members.length > 0) candidates.push({ name, hash: pack.packHash, members });
   }
   await mkdir(cache, { recursive: true });
   // The largest first (the client downloads them in order), and only a few: each costs the client
   // a download and an index-pack, and the objects of the others are few enough to go inline.
-  candidates.sort((a, b) => b.oids.length - a.oids.length);
+  candidates.sort((a, b) => b.members.length - a.members.length);
   const packs = candidates.slice(0, MAX_URI_PACKS);
-  const covered = new Set(packs.flatMap((p) => p.oids));
-  const rest = reachable.filter((line) => !covered.has(line.slice(0, 40)));
+  const covered = new Uint8Array(reachable.size);
+  for (const pack of packs) for (const i of pack.members) covered[i] = 1;
+  const rest: string[] = [];
+  for (let i = 0; i < reachable.size; i++) if (covered[i] === 0) rest.push(reachable.line(i));
   const plan: UriPlan = { v: 2, packs: packs.map(({ name, hash }) => ({ name, hash })), inline: rest.length };
   if (packs.length > 0) {
     await keep(join(cache, `${key}${INLINE_SUFFIX}`), (part) =>
@@ -167,6 +168,20 @@ async function makePlan(
   }
   await keep(join(cache, `${key}${PLAN_SUFFIX}`), (part) => writeFile(part, JSON.stringify(plan)));
   return plan;
+}
+
+/**
+ * Where each object of a pack is in the reachable objects (their line numbers), or null when the
+ * pack holds one that is not reachable and so may not be sent.
+ */
+function reachableMembers(pack: PackNames, reachable: ObjectList): Uint32Array | null {
+  const members = new Uint32Array(pack.count);
+  for (let i = 0; i < pack.count; i++) {
+    const at = reachable.indexOf(pack.bytes, pack.nameAt(i));
+    if (at < 0) return null;
+    members[i] = at;
+  }
+  return members;
 }
 
 /** The packs the log names for the state: its newest checkpoint's, then the entries' after it. */
@@ -190,9 +205,9 @@ async function keep(path: string, write: (part: string) => Promise<void>): Promi
 }
 
 /**
- * Every object the wants reach, one `<oid>[ <path>]` line each. The reachability bitmap of the
- * checkpoint's pack answers most of the walk when there is one (on the express fixture: 16 ms
- * instead of 148); its lines then carry no path, which only the inline pack's delta search would
+ * Every object the wants reach, one `<oid>[ <path>]` line each, as rev-list wrote them. The
+ * reachability bitmap of the checkpoint's pack answers most of the walk when there is one (on the
+ * express fixture: 16 ms instead of 148); its lines then carry no path, which only the inline pack's delta search would
  * use, and the inline pack is what no stored pack covers: the objects of a few pushes at most.
  */
 async function reachableObjects(
@@ -200,7 +215,7 @@ async function reachableObjects(
   generation: Generation,
   wants: readonly string[],
   owner: string,
-): Promise<string[]> {
+): Promise<Buffer> {
   const child = await deps.git.spawn(['rev-list', '--objects', '--use-bitmap-index', '--stdin'], {
     cwd: generation.dir,
     owner,
@@ -211,10 +226,7 @@ async function reachableObjects(
   child.stdin?.end(wants.map((oid) => `${oid}\n`).join(''));
   const result = await exit;
   if (result.code !== 0) throw new GitFailed(['rev-list'], result.code, result.stderr);
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .split('\n')
-    .filter((line) => line.length >= 40);
+  return Buffer.concat(chunks);
 }
 
 /** A self-contained pack of `objects` (lines as rev-list wrote them) at `path`. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidPackIndex, readPackIndex } from '../../../lib/git/packIndex.js';
+import { InvalidPackIndex, readPackIndex, readPackNames } from '../../../lib/git/packIndex.js';
 
 /**
  * A version 2 index of `oids` (sorted), with `packHash` as the pack's checksum, and each object's
@@ -58,5 +58,23 @@ describe('readPackIndex', () => {
     expect(() => readPackIndex(Buffer.from('PACK'))).toThrow(InvalidPackIndex);
     const whole = index(['0a'.repeat(20)], 'c'.repeat(40));
     expect(() => readPackIndex(whole.subarray(0, whole.length - 30))).toThrow(InvalidPackIndex);
+  });
+});
+
+describe('readPackNames', () => {
+  it('finds each sorted name where it lies in the index, and the pack checksum', () => {
+    const oids = ['0a'.repeat(20), '7f'.repeat(20), 'ff'.repeat(20)];
+    const names = readPackNames(index(oids, 'c'.repeat(40)));
+    expect(names.count).toBe(3);
+    expect(names.packHash).toBe('c'.repeat(40));
+    expect(oids.map((_, i) => names.bytes.toString('hex', names.nameAt(i), names.nameAt(i) + 20))).toEqual(
+      oids,
+    );
+  });
+
+  it('refuses what readPackIndex refuses', () => {
+    expect(() => readPackNames(Buffer.from('PACK'))).toThrow(InvalidPackIndex);
+    const whole = index(['0a'.repeat(20)], 'c'.repeat(40));
+    expect(() => readPackNames(whole.subarray(0, whole.length - 30))).toThrow(InvalidPackIndex);
   });
 });
