@@ -6,8 +6,9 @@
  * function carries is the capability advertisement, `ls-refs` and the answer with the URIs and
  * the inline pack. Measured per clone: the bytes the function sent (headers included) against
  * all the pack bytes the clone received, and the function's time (from each invocation's start
- * to the end of its answer, summed over the clone's requests). The first clone of a state makes
- * the inline pack and is reported apart; the rest are answered from it.
+ * to the end of its answer, summed over the clone's requests; a cold start, the sandbox's init
+ * phase, is counted apart as Lambda reports it). The first clone of a state chooses the packs and
+ * makes the inline pack and is reported apart; the rest are answered from it.
  *
  * Two repositories: the express fixture, and one ten times its pack's size (random file contents
  * written by fast-import, so the pack cannot be smaller than its contents).
@@ -26,13 +27,20 @@ import { mean } from './stats.js';
 export interface UrisClone {
   /** Bytes the git function sent for the clone's requests. */
   readonly functionBytes: number;
-  /** The function's time over the clone's requests. */
+  /** The function's time over the clone's requests (their invocations' durations). */
   readonly functionMs: number;
+  /** Cold starts the clone's requests waited for (sandboxes' init phases), which Lambda reports apart. */
+  readonly initMs: number;
   /** Pack bytes the clone received in all (URIs and inline). */
   readonly packBytes: number;
   readonly wallMs: number;
-  /** The function's invocations of the clone: request, bytes sent, time. */
-  readonly calls: { readonly request: string; readonly bytes: number; readonly ms: number }[];
+  /** The function's invocations of the clone: request, bytes sent, time, cold start waited for. */
+  readonly calls: {
+    readonly request: string;
+    readonly bytes: number;
+    readonly ms: number;
+    readonly initMs: number;
+  }[];
 }
 
 export interface UrisRepoResult {
@@ -112,12 +120,14 @@ export async function packfileUrisBench(options: {
         return {
           functionBytes: calls.reduce((sum, c) => sum + c.responseBytes, 0),
           functionMs: calls.reduce((sum, c) => sum + c.ms, 0),
+          initMs: calls.reduce((sum, c) => sum + c.initMs, 0),
           packBytes: await packBytes(dir),
           wallMs: out.ms,
           calls: calls.map((c) => ({
             request: `${c.method} ${c.path.replace(/^.*\.git\//, '')}`,
             bytes: c.responseBytes,
             ms: Math.round(c.ms * 10) / 10,
+            initMs: Math.round(c.initMs * 10) / 10,
           })),
         };
       };
@@ -125,7 +135,7 @@ export async function packfileUrisBench(options: {
       const clones: UrisClone[] = [];
       for (let i = 1; i <= options.clones; i++) clones.push(await clone(i));
       options.log(
-        `  ${name}: ${mean(clones.map((c) => c.functionBytes)).toFixed(0)} bytes and ${mean(clones.map((c) => c.functionMs)).toFixed(0)} ms of the function per clone of ${clones[0]?.packBytes} pack bytes (the first: ${first.functionBytes} bytes, ${first.functionMs.toFixed(0)} ms)`,
+        `  ${name}: ${mean(clones.map((c) => c.functionBytes)).toFixed(0)} bytes and ${mean(clones.map((c) => c.functionMs)).toFixed(0)} ms of the function per clone of ${clones[0]?.packBytes} pack bytes (the first: ${first.functionBytes} bytes, ${first.functionMs.toFixed(0)} ms, and ${first.initMs.toFixed(0)} ms of cold start)`,
       );
       repos.push({ name, first, clones });
     }

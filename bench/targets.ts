@@ -275,6 +275,12 @@ export function evaluateTargets(r: BenchResults): TargetRow[] {
     const pack = `${(mean(repo.clones.map((c) => c.packBytes)) / 1e6).toFixed(1)} MB`;
     const bytes = `${Math.round(mean(repo.clones.map((c) => c.functionBytes))).toLocaleString('en-US')} bytes`;
     const first = `first clone of the state ${repo.first.functionBytes.toLocaleString('en-US')} bytes, ${ms(repo.first.functionMs)}`;
+    const firstMs = repo.first.functionMs;
+    // Older results have no cold start apart: it was within the first clone's time.
+    const init =
+      repo.first.initMs === undefined
+        ? ''
+        : `; the sandbox's cold start before it ${ms(repo.first.initMs)}, reported apart`;
     row({
       target: `packfile-uris clone of the ${repo.name} (${pack}): bytes through the function`,
       seed: '-',
@@ -292,6 +298,15 @@ export function evaluateTargets(r: BenchResults): TargetRow[] {
       goal: '<= 100 ms',
       pass: time <= 100,
       miss: time <= 100 ? '' : `${ms(time - 100)} over`,
+    });
+    row({
+      target: `packfile-uris clone of the ${repo.name} (${pack}): function time of the first clone of a state`,
+      seed: '-',
+      server: 'narwal-lambda',
+      measured: `${ms(firstMs)} (choosing the packs and writing the inline pack${init})`,
+      goal: '<= 100 ms',
+      pass: firstMs <= 100,
+      miss: firstMs <= 100 ? '' : `${ms(firstMs - 100)} over`,
     });
   }
   return rows;

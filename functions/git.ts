@@ -8,7 +8,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { toCoreRequest } from './adapter/apiGatewayRequest.js';
-import { type Container, container } from './adapter/container.js';
+import { type Container, container, startInInit } from './adapter/container.js';
 import { errorAsResponse } from './adapter/errorMiddleware.js';
 import { type StreamedResult, toStreamedResult } from './adapter/streamedResult.js';
 
@@ -24,3 +24,5 @@ export function gitHandler(from: Container) {
 }
 
 export const handler = gitHandler(container);
+
+await startInInit(container);

@@ -10,7 +10,7 @@ import type { CoreHandler } from '../lib/http/types.js';
 import type { Logger } from '../lib/log.js';
 import { toCoreRequest } from './adapter/apiGatewayRequest.js';
 import { toBufferedResult } from './adapter/bufferedResult.js';
-import { type Container, container } from './adapter/container.js';
+import { type Container, container, startInInit } from './adapter/container.js';
 import { errorAsResponse } from './adapter/errorMiddleware.js';
 
 export function httpHandler(from: Container) {
@@ -42,3 +42,5 @@ export async function handleEvent(
 }
 
 export const handler = httpHandler(container);
+
+await startInInit(container);

@@ -18,7 +18,7 @@ import { serializeError } from '../lib/log.js';
 import { isStoreError } from '../lib/store/errors.js';
 import { mapLimit } from '../lib/util/mapLimit.js';
 import { sweepOrphans } from '../lib/wal/sweepOrphans.js';
-import { type Container, container } from './adapter/container.js';
+import { type Container, container, startInInit } from './adapter/container.js';
 
 export interface MaintenanceOutcome {
   readonly evicted: { readonly generations: number; readonly repositories: number };
@@ -127,3 +127,5 @@ async function writeCursor(app: App, after: string | undefined): Promise<void> {
 }
 
 export const handler = maintenanceHandler(container);
+
+await startInInit(container);

@@ -9,7 +9,7 @@ import middy from '@middy/core';
 import { inProcessPrewarm } from '../lib/cache/prewarmTrigger.js';
 import type { PrewarmEvent } from '../lib/lambda/LambdaPrewarmTrigger.js';
 import { InvalidRepoName, parseRepoName } from '../lib/repoName.js';
-import { type Container, container } from './adapter/container.js';
+import { type Container, container, startInInit } from './adapter/container.js';
 
 export type PrewarmOutcome =
   | { readonly repo: string; readonly built: true; readonly seq: number }
@@ -46,3 +46,5 @@ function repoOf(event: Partial<PrewarmEvent> | null | undefined): string | null 
 }
 
 export const handler = prewarmHandler(container);
+
+await startInInit(container);

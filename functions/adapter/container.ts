@@ -5,7 +5,7 @@
  */
 import { type App, createApp } from '../../lib/app.js';
 import { loadConfig } from '../../lib/config.js';
-import { jsonLogger, type Logger } from '../../lib/log.js';
+import { jsonLogger, type Logger, serializeError } from '../../lib/log.js';
 
 export interface Container {
   /** For what the adapters themselves report; the app logs through its own. */
@@ -54,3 +54,23 @@ export const container: Container = lazyContainer(async () => {
   secrets.push(app.adminToken.value);
   return app;
 }, jsonLogger());
+
+/**
+ * Makes the app while Lambda runs the function's init phase, so the first invocation of an
+ * execution environment finds it made instead of making it (the store's and the log's clients,
+ * the cache directory, the admin token from Secrets Manager). A handler module awaits this at its
+ * top level; Lambda loads an ES module handler with its top-level awaits inside the init phase
+ * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html, "Init phase",
+ * and https://docs.aws.amazon.com/lambda/latest/dg/nodejs-handler.html#nodejs-initialization). Outside
+ * Lambda (tests, the pool) it does nothing: `AWS_LAMBDA_FUNCTION_NAME` is one of the variables
+ * Lambda sets in every execution environment. A failed start is logged, and the first invocation
+ * tries again.
+ */
+export async function startInInit(from: Container, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (env.AWS_LAMBDA_FUNCTION_NAME === undefined) return;
+  await from.app().catch((error: unknown) =>
+    from.logger.error('start in the init phase failed; the first invocation tries again', {
+      error: serializeError(error),
+    }),
+  );
+}

@@ -88,6 +88,8 @@ export interface Invocation {
   readonly responseBytes: number;
   /** From the start of the invocation to the end of its answer (Lambda bills a streamed answer's time). */
   readonly ms: number;
+  /** The cold start this invocation waited for (its sandbox's init phase), 0 when it found one warm. */
+  readonly initMs: number;
 }
 
 export interface ApiGatewayOptions {
@@ -209,10 +211,13 @@ export async function startApiGateway(options: ApiGatewayOptions): Promise<Runni
     }
     const delivered = JSON.parse(serialized) as APIGatewayProxyEvent;
     let sandboxId = 0;
+    let init = 0;
+    let started = 0;
     const written = req.socket.bytesWritten;
-    const started = performance.now();
-    const status = await fn.invoke((sandbox, context) => {
+    const status = await fn.invoke((sandbox, context, initMs) => {
       sandboxId = sandbox.id;
+      init = initMs;
+      started = performance.now();
       return isStreamingHandler(sandbox.handler)
         ? invokeStreaming(sandbox.handler as StreamingHandler, delivered, context, req, res, requestId)
         : invokeBuffered(sandbox.handler as BufferedHandler, delivered, context, req, res, requestId);
@@ -225,6 +230,7 @@ export async function startApiGateway(options: ApiGatewayOptions): Promise<Runni
       sandbox: sandboxId,
       responseBytes: req.socket.bytesWritten - written,
       ms: performance.now() - started,
+      initMs: init,
     });
   }
 

@@ -65,12 +65,21 @@ export class LambdaFunction<H> {
     return this.#all.map((s) => s.sandbox);
   }
 
-  /** Runs one invocation in a free sandbox (or a new one) and frees it when `run` settles. */
-  async invoke<T>(run: (sandbox: Sandbox<H>, context: Context) => Promise<T>): Promise<T> {
-    const sandbox = this.#free.pop() ?? (await this.#coldStart());
+  /**
+   * Runs one invocation in a free sandbox (or a new one) and frees it when `run` settles. `initMs`
+   * is the time the sandbox took to start when this invocation started it (0 when one was free):
+   * Lambda reports it apart, as the REPORT line's "Init Duration", not within the invocation's
+   * "Duration" (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html,
+   * the Init phase).
+   */
+  async invoke<T>(run: (sandbox: Sandbox<H>, context: Context, initMs: number) => Promise<T>): Promise<T> {
+    const waited = performance.now();
+    const free = this.#free.pop();
+    const sandbox = free ?? (await this.#coldStart());
+    const initMs = free ? 0 : performance.now() - waited;
     sandbox.invocations++;
     try {
-      return await run(sandbox, this.#context());
+      return await run(sandbox, this.#context(), initMs);
     } finally {
       this.#free.push(sandbox);
     }
