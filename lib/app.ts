@@ -45,6 +45,7 @@ import { fixedSecret, type Secret } from './secrets/Secret.js';
 import { createObjectStore } from './store/createObjectStore.js';
 import type { ObjectStore } from './store/ObjectStore.js';
 import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
+import { primeCapabilities } from './transfer/advertiseRefs.js';
 import { ClonePacking } from './transfer/clonePack.js';
 import { RefAnswers } from './transfer/RefAnswers.js';
 import { mapLimit } from './util/mapLimit.js';
@@ -203,6 +204,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     urlTtlSeconds: config.lfs.urlTtlSeconds,
     presign: config.lfs.presign,
   });
+  const refAnswers = new RefAnswers({ maxBytes: REF_ANSWER_BYTES });
   const handler = createHandler({
     browse,
     browsePages: browsePageCache(config.browseCacheBytes),
@@ -217,7 +219,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     hooksDir,
     ensureHooks: ensureAllHooks,
     packObjectsHook,
-    refAnswers: new RefAnswers({ maxBytes: REF_ANSWER_BYTES }),
+    refAnswers,
     clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),
     ...(config.packUriTtlSeconds > 0
       ? {
@@ -259,6 +261,19 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         }
       : {}),
   });
+  // Never a condition of starting: the first info/refs asks git itself when this could not.
+  await primeCapabilities({
+    git,
+    packObjectsHook,
+    ensureHooks: ensureAllHooks,
+    cache,
+    wal,
+    refAnswers,
+    logger,
+    gitAgent,
+  }).catch((error: unknown) =>
+    logger.warn('capability advertisement not primed', { error: serializeError(error) }),
+  );
   return {
     config,
     handler,

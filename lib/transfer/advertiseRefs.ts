@@ -66,14 +66,20 @@ export async function advertiseUploadPack(
   request: UploadPackAdvertisement,
 ): Promise<Buffer> {
   const { protocol } = request;
-  const target = request.loaded ? await targetFor(deps.cache, request.loaded, request.at) : null;
   const v2 = wantsProtocolV2(protocol);
+  // In v2 the answer is the capabilities, which no state changes: asked of git once, on the empty
+  // repository, with no generation to lease (a past state is still looked for, to refuse one that
+  // is not there).
+  const target =
+    request.loaded && (!v2 || request.at !== undefined)
+      ? await targetFor(deps.cache, request.loaded, request.at)
+      : null;
   const key = RefAnswers.key(v2 ? null : target, 'advertise', protocol);
   const known = deps.refAnswers.get(key);
   if (known) return known;
   // Advertising refs needs only the generation's refs, never its packs: a cold cache answers
   // after O(refs) work, and the download waits for the request that needs objects.
-  const generation = target ? await deps.cache.leaseRefs(target) : null;
+  const generation = target && !v2 ? await deps.cache.leaseRefs(target) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
   const child = await spawnReleasing(
     deps.git,
@@ -93,7 +99,15 @@ export async function advertiseUploadPack(
         stderr: e.stderr,
       });
   });
-  const answer = await checkedRefs(child, exit, v2 ? null : generation, 'upload-pack');
+  const answer = await checkedRefs(child, exit, generation, 'upload-pack');
   deps.refAnswers.set(key, answer);
   return answer;
+}
+
+/**
+ * Asks git for the protocol v2 capability advertisement before any request does (at start, in a
+ * Lambda function's init phase), so that the first `info/refs` of a node is answered from memory.
+ */
+export async function primeCapabilities(deps: AdvertiseDeps): Promise<void> {
+  await advertiseUploadPack(deps, { repo: '', loaded: null, protocol: 'version=2', owner: 'narwal-start' });
 }

@@ -73,6 +73,17 @@ afterAll(async () => {
 });
 
 describe('full clones from the cached pack', () => {
+  it('has the protocol v2 capabilities from git once, at start, for every repository and state', async () => {
+    const advertisements = () => traced('start', (a) => a === '--advertise-refs');
+    // The push before this test advertised from the index; the one advertisement is the start's.
+    expect(await advertisements()).toBe(1);
+    await gitOk(['-c', 'protocol.version=2', 'ls-remote', url], { home });
+    await gitOk(['-c', 'protocol.version=2', 'ls-remote', `${server.authUrl}/team/other-missing.git`], {
+      home,
+    }).catch(() => '');
+    expect(await advertisements()).toBe(1);
+  });
+
   it('serves identical clones over every protocol version without git packing', async () => {
     const first = await cloneBare('first.git', 2);
     const [alias] = await cached(CLONE_SUFFIX);
