@@ -15,8 +15,10 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import { silentLogger } from '../lib/log.js';
 import { startLambdaStack, startPool } from '../test/helpers/aws/lambdaStack.js';
 import { ADMIN_TOKEN } from '../test/helpers/narwalServer.js';
@@ -157,34 +159,32 @@ async function packBytes(dir: string): Promise<number> {
 
 /**
  * A repository of about `bytes` of pack: commits of ten files of random text each (base64, so
- * zlib keeps about three quarters of it), written by fast-import.
+ * zlib keeps about three quarters of it), written by fast-import. Its input is written as it is
+ * made, never held whole: a bench process holding hundreds of megabytes makes every process the
+ * in-process function starts slower to fork, which is not the function's cost.
  */
 async function randomRepo(dir: string, bytes: number, home: string): Promise<void> {
   // fast-import's own pack: it tries no deltas, which random contents would not have.
   await gitOk(['init', '--quiet', '--bare', dir], { home });
   const fileBytes = 8192;
   const files = Math.ceil(bytes / (fileBytes * 0.76));
-  const lines: Buffer[] = [];
-  for (let i = 0, commit = 0; i < files; commit++) {
-    const body = Buffer.from(`commit ${commit}\n`);
-    lines.push(
-      Buffer.from(
-        `commit refs/heads/main\ncommitter bench <bench@narwal> ${1_600_000_000 + commit} +0000\ndata ${body.length}\n`,
-      ),
-      body,
-    );
-    for (let f = 0; f < 10 && i < files; f++, i++) {
-      const data = randomBytes((fileBytes * 3) / 4).toString('base64');
-      lines.push(Buffer.from(`M 100644 inline d${commit % 50}/f${f}.txt\ndata ${data.length}\n${data}\n`));
-    }
-    lines.push(Buffer.from('\n'));
-  }
-  await new Promise<void>((resolve, reject) => {
-    const p = spawn('git', ['fast-import', '--quiet'], { cwd: dir, stdio: ['pipe', 'ignore', 'inherit'] });
+  const p = spawn('git', ['fast-import', '--quiet'], { cwd: dir, stdio: ['pipe', 'ignore', 'inherit'] });
+  const done = new Promise<void>((resolve, reject) => {
     p.once('error', reject);
     p.once('close', (code) =>
       code === 0 ? resolve() : reject(new Error(`git fast-import failed (${code})`)),
     );
-    p.stdin.end(Buffer.concat(lines));
   });
+  const stdin = p.stdin as Writable;
+  for (let i = 0, commit = 0; i < files; commit++) {
+    const body = `commit ${commit}\n`;
+    let text = `commit refs/heads/main\ncommitter bench <bench@narwal> ${1_600_000_000 + commit} +0000\ndata ${body.length}\n${body}`;
+    for (let f = 0; f < 10 && i < files; f++, i++) {
+      const data = randomBytes((fileBytes * 3) / 4).toString('base64');
+      text += `M 100644 inline d${commit % 50}/f${f}.txt\ndata ${data.length}\n${data}\n`;
+    }
+    if (!stdin.write(`${text}\n`)) await once(stdin, 'drain');
+  }
+  stdin.end();
+  await done;
 }
