@@ -14,6 +14,7 @@ import { git, gitOk } from './gitClient.js';
 import { type CpuTimes, cpuDelta, totalCpu } from './procCpu.js';
 import type { BenchServer } from './servers.js';
 import { percentile } from './stats.js';
+import { wireCheckout } from './wireCheckout.js';
 
 export type CiFetchKind = 'depth=1' | 'filter=blob:none';
 
@@ -24,6 +25,11 @@ export interface CiStormPlan {
   readonly jobs: number;
   /** How many new commits the jobs are spread over, round robin. */
   readonly commits: number;
+  /**
+   * `wire`: each job makes git's requests itself and throws the answer away (wireCheckout.ts), so
+   * the storm measures the server without its clients' CPU; depth=1 only. Real git jobs otherwise.
+   */
+  readonly client?: 'wire';
 }
 
 export interface CiStormResult {
@@ -145,13 +151,16 @@ export async function ciStorm(options: {
   readonly branch: string;
   readonly tmpRoot: string;
   readonly home: string;
+  /** The git whose requests wire jobs copy (`git/2.39.5`). */
+  readonly gitAgent: string;
   readonly signal?: AbortSignal;
 }): Promise<CiStormResult> {
   const { server, plan, home } = options;
   const url = server.repoUrl(options.repo);
+  if (plan.client === 'wire' && plan.kind !== 'depth=1') throw new Error('wire jobs fetch at depth 1 only');
   // Each job's repository is made before the clock starts: only the fetch is the server's work.
   const dirs = await Promise.all(
-    Array.from({ length: plan.jobs }, async () => {
+    Array.from({ length: plan.client === 'wire' ? 0 : plan.jobs }, async () => {
       const dir = await mkdtemp(join(options.tmpRoot, 'ci-'));
       await gitOk(['init', '--quiet', dir], { home });
       await gitOk(['remote', 'add', 'origin', url], { home, cwd: dir });
@@ -163,6 +172,16 @@ export async function ciStorm(options: {
   let firstError: string | undefined;
   const before = server.cpu();
   const started = performance.now();
+  const wireJob = async (i: number) => {
+    const sha = options.shas[i % options.shas.length] as string;
+    const job = await wireCheckout(url, sha, options.gitAgent, options.signal).catch((error: Error) => error);
+    if (!(job instanceof Error)) jobMs.push(job.ms);
+    else {
+      failures++;
+      firstError ??= job.message;
+    }
+  };
+  await Promise.all(plan.client === 'wire' ? Array.from({ length: plan.jobs }, (_, i) => wireJob(i)) : []);
   await Promise.all(
     dirs.map(async (dir, i) => {
       const sha = options.shas[i % options.shas.length] as string;

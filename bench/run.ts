@@ -285,6 +285,8 @@ try {
       { name: '8 identical', kind: 'depth=1', jobs: 8, commits: 1 },
       { name: `${sizes.ciJobs} identical`, kind: 'depth=1', jobs: sizes.ciJobs, commits: 1 },
       { name: '8 over 4 commits', kind: 'depth=1', jobs: 8, commits: 4 },
+      // The server alone: the same fetches without the clients' CPU (bench/wireCheckout.ts).
+      { name: '8 identical, wire clients', kind: 'depth=1', jobs: 8, commits: 1, client: 'wire' },
       { name: '1 job', kind: 'filter=blob:none', jobs: 1, commits: 1 },
       { name: '8 identical', kind: 'filter=blob:none', jobs: 8, commits: 1 },
     ];
@@ -295,6 +297,7 @@ try {
     // The stock server as a partial clone needs it (git-config(1), uploadpack.allowFilter); narwal
     // allows filters itself (lib/git/uploadPack.ts).
     await gitOk(['config', 'uploadpack.allowFilter', 'true'], { home, cwd: fixture.peerRepo });
+    const gitAgent = `git/${(await gitOk(['--version'], { home })).stdout.trim().split(' ').pop()}`;
     const tmpRoot = join(workDir, 'ci');
     await mkdir(tmpRoot, { recursive: true });
     const storms = [];
@@ -322,6 +325,7 @@ try {
           branch,
           tmpRoot,
           home,
+          gitAgent,
           signal: abort.signal,
         });
         result.quiet = quiet;

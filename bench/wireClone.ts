@@ -79,7 +79,7 @@ export async function wireClone(repoUrl: string, signal?: AbortSignal): Promise<
   }
 }
 
-interface Exchange {
+export interface Exchange {
   readonly status: number;
   /** The body as latin1 when it was kept, else empty. */
   readonly text: string;
@@ -88,7 +88,7 @@ interface Exchange {
   readonly tail: Buffer;
 }
 
-function exchange(options: {
+export function exchange(options: {
   agent: Agent;
   host: string;
   port: number;
@@ -150,8 +150,8 @@ function exchange(options: {
 }
 
 /** A v2 command request: command, capabilities, delim-pkt, arguments, flush-pkt. */
-function request(command: string, args: readonly string[]): string {
-  return [pkt(`command=${command}\n`), pkt(AGENT), '0001', ...args.map(pkt), '0000'].join('');
+export function request(command: string, args: readonly string[], capabilities = [AGENT]): string {
+  return [pkt(`command=${command}\n`), ...capabilities.map(pkt), '0001', ...args.map(pkt), '0000'].join('');
 }
 
 function pkt(line: string): string {
