@@ -53,13 +53,31 @@ case "$1 $2" in
 *) exec "$@" ;;
 esac
 cache=${PACK_CACHE_DIR}
-mkdir -p "$cache" 2>/dev/null || exec "$@"
+[ -d "$cache" ] || mkdir -p "$cache" 2>/dev/null || exec "$@"
 in=$(mktemp "$cache/.in.XXXXXX") || exec "$@"
 cat >"$in" || { rm -f "$in"; exit 1; }
 # Only "boundary commits, object ids, then --not and no more ids" is a fetch with no haves
-# (upload-pack ends the list with an empty line); anything else packs as usual.
-if [ "$(grep -v -e '^$' "$in" | tail -n 1)" != "--not" ] ||
-  [ "$(grep -v -e '^--shallow [0-9a-f]*$' "$in" | grep -c -e '^-')" != 1 ]; then
+# (upload-pack writes the boundary first and ends the list with an empty line); anything else
+# packs as usual. The shell checks it itself, with no process per test: this runs for every fetch.
+list=$(cat "$in")
+rest=$list
+while :; do
+  case "$rest" in
+  "--shallow "*"
+"*) rest=\${rest#*"
+"} ;;
+  *) break ;;
+  esac
+done
+wants=\${rest%"
+--not"}
+case "$rest" in
+*"
+--not") case "$wants" in -* | *"
+-"*) wants= ;; esac ;;
+*) wants= ;;
+esac
+if [ -z "$wants" ]; then
   "$@" <"$in"; status=$?; rm -f "$in"; exit $status
 fi
 # narwal names the same pack by what the fetch asked for (NARWAL_CLONE_KEY, repeatableFetch.ts) and
@@ -69,13 +87,16 @@ alias_pack() {
   ln -f "$pack" "$cache/$NARWAL_CLONE_KEY${CLONE_SUFFIX}" 2>/dev/null
   return 0
 }
-key=$({ printf '%s\\n' "$@"; cat "$in"; } | sha256sum | cut -c1-64)
+key=$(printf '%s\\n' "$@" "$list" | sha256sum)
+key=\${key%% *}
 pack="$cache/$key.pack"
 lock="$cache/$key.lock"
 waited=0
 while :; do
   if [ -f "$pack" ]; then rm -f "$in"; alias_pack; exec cat "$pack"; fi
-  if (set -C; echo "$$" >"$lock") 2>/dev/null; then break; fi
+  set -C
+  if { echo "$$" >"$lock"; } 2>/dev/null; then set +C; break; fi
+  set +C
   # Someone else packs the same objects: wait for the file, unless (checked once a second) its
   # holder stopped keeping the lock fresh - it died, or froze with its sandbox.
   if [ $((waited % 20)) = 0 ] && changed=$(stat -c %Y "$lock" 2>/dev/null) &&
@@ -96,10 +117,9 @@ keeper=$!
 # through tee) would keep every identical fetch waiting for the slowest first reader.
 "$@" <"$in" >"$part"; status=$?
 kill "$keeper" 2>/dev/null
-rm -f "$in"
-if [ "$status" != 0 ]; then rm -f "$part" "$lock"; exit "$status"; fi
-if mv -f "$part" "$pack"; then alias_pack; rm -f "$lock"; exec cat "$pack"; fi
-cat "$part"; sent=$?; rm -f "$part" "$lock"; exit $sent
+if [ "$status" != 0 ]; then rm -f "$part" "$lock" "$in"; exit "$status"; fi
+if mv -f "$part" "$pack"; then alias_pack; rm -f "$lock" "$in"; exec cat "$pack"; fi
+cat "$part"; sent=$?; rm -f "$part" "$lock" "$in"; exit $sent
 `;
 
 /** Installs the hook into `dir` (see installScript.ts) and answers its path. */
