@@ -29,7 +29,7 @@ export class InvalidPackIndex extends Error {
 
 /**
  * The object names of a pack index where they lie, for a caller that compares them as bytes
- * (ObjectNameSet) instead of making a string of each.
+ * (ObjectList) instead of making a string of each.
  */
 export interface PackNames {
   readonly count: number;

@@ -207,8 +207,9 @@ async function keep(path: string, write: (part: string) => Promise<void>): Promi
 /**
  * Every object the wants reach, one `<oid>[ <path>]` line each, as rev-list wrote them. The
  * reachability bitmap of the checkpoint's pack answers most of the walk when there is one (on the
- * express fixture: 16 ms instead of 148); its lines then carry no path, which only the inline pack's delta search would
- * use, and the inline pack is what no stored pack covers: the objects of a few pushes at most.
+ * express fixture: 16 ms instead of 148); its lines then carry no path, which only the inline
+ * pack's delta search would use, and the inline pack is what no stored pack covers: the objects
+ * of a few pushes at most.
  */
 async function reachableObjects(
   deps: PackUriDeps,
