@@ -6,8 +6,8 @@
  * without reading objects - a generation's refs are usable before its packs are downloaded.
  */
 
+import { compareNames } from '../protocol/refName.js';
 import type { RefValue } from '../protocol/refValue.js';
-import { compareNames } from '../wal/refRows.js';
 
 export const PACKED_REFS_HEADER = '# pack-refs with: peeled fully-peeled sorted \n';
 

@@ -5,9 +5,9 @@
  * Nothing is ever deleted from the log or the store by a rewind.
  */
 
+import { compareNames } from '../protocol/refName.js';
 import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import type { PushCommand } from '../wal/Publisher.js';
-import { compareNames } from '../wal/refRows.js';
 import { checkSeq, refsAt } from '../wal/stateAt.js';
 import type { RepoIndex } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';

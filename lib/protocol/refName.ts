@@ -87,3 +87,16 @@ export function pushRefNameProblem(name: string): string | undefined {
   if (problem !== undefined) return problem;
   return below.includes('/') ? undefined : "needs a category below refs/ (as in 'refs/heads/main')";
 }
+
+const NON_BMP_OR_PRIVATE = /[\ud800-\uffff]/;
+
+/**
+ * Git's order of ref names (packed-refs, ref listings): byte order of the UTF-8 encodings. UTF-16
+ * order agrees with it below U+D800.
+ */
+export function compareNames(a: string, b: string): number {
+  if (NON_BMP_OR_PRIVATE.test(a) || NON_BMP_OR_PRIVATE.test(b)) {
+    return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  }
+  return a < b ? -1 : a > b ? 1 : 0;
+}

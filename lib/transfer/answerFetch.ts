@@ -106,5 +106,5 @@ export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promi
   const fetch = deps.packObjectsHook === null ? null : repeatableFetchOf(bytes, v2);
   const env: Record<string, string> = fetch ? { NARWAL_CLONE_KEY: fetch.key } : {};
   if (complete) return answerWithPackCache(deps, target, bytes, fetch, { protocol, owner, env });
-  return answerCold(deps, target, bytes, { protocol, owner, env, v2, requestId: request.requestId });
+  return answerCold(deps, target, bytes, { protocol, owner, env, v2, requestId: request.requestId, fetch });
 }

@@ -1,4 +1,5 @@
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
+import { lsRefsAnswer } from '../protocol/lsRefsAnswer.js';
 import { checkedRefs } from './checkedRefs.js';
 import { RefAnswers } from './RefAnswers.js';
 import { spawnUploadPack, type UploadPackDeps } from './uploadPackChild.js';
@@ -9,8 +10,9 @@ export interface LsRefsDeps extends UploadPackDeps {
 }
 
 /**
- * A v2 `ls-refs` about `target`: the answer git gave to the same request about the same state, or
- * git's answer on a generation whose refs are written, whole once checked (checkedRefs.ts).
+ * A v2 `ls-refs` about `target`: the answer given to the same request about the same state, the
+ * answer written from the state's refs (protocol/lsRefsAnswer.ts), or git's answer on a generation
+ * whose refs are written, whole once checked (checkedRefs.ts).
  */
 export async function answerLsRefs(
   deps: LsRefsDeps,
@@ -21,6 +23,13 @@ export async function answerLsRefs(
   const key = RefAnswers.key(target, 'ls-refs', options.protocol, request);
   const known = deps.refAnswers.get(key);
   if (known !== undefined) return known;
+  // Written from the state's refs, as git would write them from the generation (no process, no
+  // generation to wait for); git answers what that does not cover.
+  const written = lsRefsAnswer(request, await target.refs(), target.head);
+  if (written !== null) {
+    deps.refAnswers.set(key, written);
+    return written;
+  }
   const generation = await deps.cache.leaseRefs(target);
   const { child, exit } = await spawnUploadPack(deps, generation, options);
   child.stdin?.on('error', () => {});

@@ -3,18 +3,9 @@
  * in byte order of the UTF-8 name, as git sorts packed-refs.
  */
 
+import { compareNames } from '../protocol/refName.js';
 import { type RefValue, ZERO_OID } from '../protocol/refValue.js';
 import type { RefRow } from './types.js';
-
-const NON_BMP_OR_PRIVATE = /[\ud800-\uffff]/;
-
-/** Byte order of the UTF-8 encodings. UTF-16 order agrees with it below U+D800. */
-export function compareNames(a: string, b: string): number {
-  if (NON_BMP_OR_PRIVATE.test(a) || NON_BMP_OR_PRIVATE.test(b)) {
-    return Buffer.compare(Buffer.from(a), Buffer.from(b));
-  }
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 export function toRow(name: string, value: RefValue): RefRow {
   return value.peeled ? [name, value.oid, value.peeled] : [name, value.oid];

@@ -53,6 +53,19 @@ const v2LsRefs = request(
   pkt('ref-prefix refs/heads/\n'),
   '0000',
 );
+/**
+ * The same with a capability line git accepts (`server-option` with no value) but narwal leaves
+ * to git (protocol/lsRefsAnswer.ts): git answers it.
+ */
+const v2LsRefsForGit = request(
+  pkt('command=ls-refs\n'),
+  pkt('agent=git/2.39.5\n'),
+  pkt('server-option\n'),
+  '0001',
+  pkt('peel\n'),
+  pkt('ref-prefix refs/heads/\n'),
+  '0000',
+);
 
 interface Answer {
   /** The packets before the sideband, as text. */
@@ -102,6 +115,8 @@ async function objectsIn(pack: Buffer): Promise<string[]> {
 }
 
 const noHooks = { packObjectsHook: null, ensureHooks: async () => {} };
+/** Identical repeatable fetches of this node, for those that wait on one another. */
+const packing = { clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 5_000 }) };
 const as = { protocol: undefined, owner: 'token:t' };
 
 let f: Fixture;
@@ -110,29 +125,37 @@ beforeAll(async () => {
 });
 
 describe('answerLsRefs', () => {
-  it('asks git on the generation once, then answers the same question from memory', async () => {
-    const cache = new FakeCache(f.bare, { complete: false });
+  const refsOf = (fx: Fixture) => new Map([['refs/heads/main', { oid: fx.main }]]);
+
+  it('writes the answer from the state’s refs, with no git and no lease, then answers from memory', async () => {
+    const cache = new FakeCache(f.bare, { complete: false, refs: refsOf(f) });
+    const refAnswers = new RefAnswers({ maxBytes: 1 << 20 });
+    const target = cache.target(loadedIndex());
+    const noGit = { ...noHooks, git: gitWith(f.home, 0), cache, refAnswers };
+    const first = await answerLsRefs(noGit, target, v2LsRefs, { protocol: 'version=2', owner: 't' });
+    expect(first.toString()).toContain(`${f.main} refs/heads/main`);
+    expect(await answerLsRefs(noGit, target, v2LsRefs, { protocol: 'version=2', owner: 't' })).toEqual(first);
+    expect(refAnswers.size).toBe(1);
+    expect(cache.leased).toBe(0);
+  });
+
+  it('asks git on the generation, once, what it does not write itself', async () => {
+    const cache = new FakeCache(f.bare, { complete: false, refs: refsOf(f) });
     const refAnswers = new RefAnswers({ maxBytes: 1 << 20 });
     const target = cache.target(loadedIndex());
     const first = await answerLsRefs(
       { ...noHooks, git: gitWith(f.home), cache, refAnswers },
       target,
-      v2LsRefs,
-      {
-        protocol: 'version=2',
-        owner: 't',
-      },
+      v2LsRefsForGit,
+      { protocol: 'version=2', owner: 't' },
     );
     expect(first.toString()).toContain(`${f.main} refs/heads/main`);
     // No git at all the second time (no slots), and no lease.
     const again = await answerLsRefs(
       { ...noHooks, git: gitWith(f.home, 0), cache, refAnswers },
       target,
-      v2LsRefs,
-      {
-        protocol: 'version=2',
-        owner: 't',
-      },
+      v2LsRefsForGit,
+      { protocol: 'version=2', owner: 't' },
     );
     expect(again).toEqual(first);
     expect(cache.leased).toBe(1);
@@ -148,11 +171,8 @@ describe('answerLsRefs', () => {
       answerLsRefs(
         { ...noHooks, git: gitWith(f.home), cache, refAnswers },
         cache.target(loadedIndex()),
-        v2LsRefs,
-        {
-          protocol: 'version=2',
-          owner: 't',
-        },
+        v2LsRefsForGit,
+        { protocol: 'version=2', owner: 't' },
       ),
     ).rejects.toBeInstanceOf(CacheChanged);
     expect(refAnswers.size).toBe(0);
@@ -335,12 +355,65 @@ describe('answerCold', () => {
     return cache;
   };
 
+  it('gives identical clones that arrive while the generation is prepared one upload-pack', async () => {
+    const cache = new FakeCache(await copyOf(f), { complete: false });
+    let prepared = () => {};
+    const preparing = new Promise<void>((resolve) => {
+      prepared = resolve;
+    });
+    cache.prepare = () => preparing;
+    const runner = gitWith(f.home);
+    let uploadPacks = 0;
+    const deps = {
+      git: {
+        spawn: (args: readonly string[], options: Parameters<typeof runner.spawn>[1]) => {
+          if (args.includes('upload-pack')) uploadPacks++;
+          return runner.spawn(args, options);
+        },
+      },
+      packObjectsHook: await installPackCacheHook(await mkdtemp(join(tmpdir(), 'narwal-hooks-'))),
+      ensureHooks: async () => {},
+      cache,
+      logger: silentLogger,
+      clientMessage: () => undefined,
+      clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 5_000 }),
+    };
+    // `git clone` in protocol v2: every ref wanted, no haves, done; its answer starts with `packfile`.
+    const clone = request(
+      pkt('command=fetch\n'),
+      pkt('agent=git/2.39.5\n'),
+      '0001',
+      pkt('ofs-delta\n'),
+      pkt(`want ${f.main}\n`),
+      pkt('done\n'),
+      '0000',
+    );
+    const fetch = repeatableFetchOf(clone, true);
+    expect(fetch?.full).toBe(true);
+    const options = {
+      protocol: 'version=2',
+      owner: 't',
+      v2: true,
+      requestId: 'r',
+      fetch,
+      env: { NARWAL_CLONE_KEY: fetch?.key ?? '' },
+    };
+    const target = cache.target(loadedIndex());
+    const answers = [1, 2, 3].map(() => answerCold(deps, target, clone, options));
+    prepared();
+    const [first, ...others] = await Promise.all(answers.map(async (answer) => read(await answer)));
+    expect(uploadPacks).toBe(1);
+    expect(await objectsIn((first as Answer).pack)).toContain(f.main);
+    for (const other of others) expect(other.pack).toEqual((first as Answer).pack);
+    await expect.poll(() => cache.held).toBe(0);
+  });
+
   it('answers at once with the bytes git will start with, reports the preparation, then relays git', async () => {
     const cache = cold(f.bare);
     const logger = recordingLogger();
     const answer = await read(
       await answerCold(
-        { ...noHooks, git: gitWith(f.home), cache, logger, clientMessage: () => undefined },
+        { ...noHooks, ...packing, git: gitWith(f.home), cache, logger, clientMessage: () => undefined },
         cache.target(loadedIndex()),
         v0Clone(f.main),
         { ...as, v2: false, requestId: 'r1' },
@@ -371,6 +444,7 @@ describe('answerCold', () => {
         await answerCold(
           {
             ...noHooks,
+            ...packing,
             git: gitWith(f.home),
             cache,
             logger,
@@ -405,7 +479,14 @@ describe('answerCold', () => {
     );
     const answer = await read(
       await answerCold(
-        { ...noHooks, git: gitWith(f.home), cache, logger: silentLogger, clientMessage: () => undefined },
+        {
+          ...noHooks,
+          ...packing,
+          git: gitWith(f.home),
+          cache,
+          logger: silentLogger,
+          clientMessage: () => undefined,
+        },
         cache.target(loadedIndex()),
         withHave,
         { ...as, v2: false, requestId: 'r3' },
@@ -438,8 +519,11 @@ describe('answerFetch', () => {
       requestId: 'r',
     });
 
-  it('answers a v2 ls-refs from the generation’s refs, never completing it', async () => {
-    const cache = new FakeCache(f.bare, { complete: false });
+  it('answers a v2 ls-refs from the state’s refs, never completing the generation', async () => {
+    const cache = new FakeCache(f.bare, {
+      complete: false,
+      refs: new Map([['refs/heads/main', { oid: f.main }]]),
+    });
     const answer = await fetch(cache, v2LsRefs, 'version=2');
     expect(answer.toString()).toContain('refs/heads/main');
     expect(cache.completed).toBe(0);

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  applyChanges,
-  compareNames,
-  findRow,
-  mapToRows,
-  mergeRows,
-  rowsToMap,
-} from '../../../lib/wal/refRows.js';
+import { compareNames } from '../../../lib/protocol/refName.js';
+import { applyChanges, findRow, mapToRows, mergeRows, rowsToMap } from '../../../lib/wal/refRows.js';
 import type { RefRow } from '../../../lib/wal/types.js';
 import { oid, ZERO_OID } from './walHelpers.js';
 
