@@ -1,6 +1,7 @@
 /**
  * What upload-pack answered about a repository state, kept in memory: a ref advertisement
- * (v0/v1), an `ls-refs` answer (v2) or the v2 capability advertisement. A generation is built
+ * (v0/v1), an `ls-refs` answer (v2; most written by narwal as git would, protocol/lsRefsAnswer.ts)
+ * or the v2 capability advertisement. A generation is built
  * for exactly one state and never changes, so the same question about it always gets the same
  * answer; a clone storm then starts one git process for its refs, not one per clone (starting a
  * process costs the node's main thread about as much as sending the clone's whole pack).

@@ -145,11 +145,17 @@ describe('the git process budget', () => {
       expect(response.headers.get('retry-after')).toBe('1');
       expect(await response.text()).toContain('server busy');
       const started = Date.now();
-      const out = await git(['ls-remote', `${server.authUrl}/busy/repo.git`], { home });
+      // Protocol v0, whose advertisement is git's: a v2 `ls-remote` needs no git process at all
+      // (the capability list is kept from start, ls-refs is written from the state's refs).
+      const out = await git(['-c', 'protocol.version=0', 'ls-remote', `${server.authUrl}/busy/repo.git`], {
+        home,
+      });
       expect(out.code).not.toBe(0);
       expect(out.stderr).toContain('503');
       // Refused, not queued: it comes back long before the stalled transfer ends.
       expect(Date.now() - started).toBeLessThan(10_000);
+      const listed = await gitOk(['ls-remote', `${server.authUrl}/busy/repo.git`], { home });
+      expect(listed).toContain(`${head}\trefs/heads/main`);
     } finally {
       stalled.abort();
     }
