@@ -11,8 +11,7 @@
  * as the server. CI runners are other machines; this client measures what the server alone
  * sustains, as wireClone.ts does for full clones.
  */
-import { Agent } from 'node:http';
-import { exchange, request } from './wireClone.js';
+import { request, wireConnection } from './wireClone.js';
 
 export interface WireCheckoutResult {
   readonly ms: number;
@@ -27,25 +26,8 @@ export async function wireCheckout(
   signal?: AbortSignal,
 ): Promise<WireCheckoutResult> {
   const started = performance.now();
-  const url = new URL(repoUrl);
-  if (url.protocol !== 'http:') throw new Error(`the wire client speaks plain http, not ${url.protocol}`);
-  const headers: Record<string, string> = { 'git-protocol': 'version=2' };
-  if (url.username !== '')
-    headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
-  const path = url.pathname.replace(/\/$/, '');
-  const connection = new Agent({ keepAlive: true, maxSockets: 1 });
-  const call = (method: 'GET' | 'POST', suffix: string, body?: string, keep = true) =>
-    exchange({
-      agent: connection,
-      host: url.hostname,
-      port: Number(url.port),
-      method,
-      path: path + suffix,
-      headers,
-      body,
-      keep,
-      signal,
-    });
+  const connection = wireConnection(repoUrl, signal);
+  const call = connection.call;
   try {
     const advertised = await call('GET', '/info/refs?service=git-upload-pack');
     if (advertised.status !== 200 || !advertised.text.includes('fetch=shallow'))
@@ -65,6 +47,6 @@ export async function wireCheckout(
     if (fetched.tail.toString('latin1') !== '0000') throw new Error('the fetch response ended early');
     return { ms: performance.now() - started, packBytes: fetched.bytes };
   } finally {
-    connection.destroy();
+    connection.close();
   }
 }

@@ -17,8 +17,14 @@ export interface WireCloneResult {
 
 const AGENT = 'agent=narwal-bench\n';
 
-export async function wireClone(repoUrl: string, signal?: AbortSignal): Promise<WireCloneResult> {
-  const started = performance.now();
+/** One client's kept-alive connection to a repository, as git's curl keeps it for a transfer. */
+export interface WireConnection {
+  call(method: 'GET' | 'POST', suffix: string, body?: string, keep?: boolean): Promise<Exchange>;
+  close(): void;
+}
+
+/** A connection to `repoUrl` (plain http, its credentials as Basic auth), speaking protocol v2. */
+export function wireConnection(repoUrl: string, signal?: AbortSignal): WireConnection {
   const url = new URL(repoUrl);
   if (url.protocol !== 'http:') throw new Error(`the wire client speaks plain http, not ${url.protocol}`);
   const headers: Record<string, string> = { 'git-protocol': 'version=2' };
@@ -26,18 +32,27 @@ export async function wireClone(repoUrl: string, signal?: AbortSignal): Promise<
     headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
   const path = url.pathname.replace(/\/$/, '');
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const call = (method: 'GET' | 'POST', suffix: string, body?: string, keep = true) =>
-    exchange({
-      agent,
-      host: url.hostname,
-      port: Number(url.port),
-      method,
-      path: path + suffix,
-      headers,
-      body,
-      keep,
-      signal,
-    });
+  return {
+    call: (method, suffix, body, keep = true) =>
+      exchange({
+        agent,
+        host: url.hostname,
+        port: Number(url.port),
+        method,
+        path: path + suffix,
+        headers,
+        body,
+        keep,
+        signal,
+      }),
+    close: () => agent.destroy(),
+  };
+}
+
+export async function wireClone(repoUrl: string, signal?: AbortSignal): Promise<WireCloneResult> {
+  const started = performance.now();
+  const connection = wireConnection(repoUrl, signal);
+  const call = connection.call;
   try {
     const advertised = await call('GET', '/info/refs?service=git-upload-pack');
     if (advertised.status !== 200 || !advertised.text.includes('version 2'))
@@ -75,7 +90,7 @@ export async function wireClone(repoUrl: string, signal?: AbortSignal): Promise<
     if (fetched.tail.toString('latin1') !== '0000') throw new Error('the fetch response ended early');
     return { ms: performance.now() - started, packBytes: fetched.bytes };
   } finally {
-    agent.destroy();
+    connection.close();
   }
 }
 
@@ -88,7 +103,7 @@ export interface Exchange {
   readonly tail: Buffer;
 }
 
-export function exchange(options: {
+function exchange(options: {
   agent: Agent;
   host: string;
   port: number;

@@ -75,6 +75,12 @@ export interface App {
   catchUpEvents(): Promise<SinkProgress[]>;
   /** Prepares what the first repository page would wait for (a server calls it before it listens). */
   warmUp(): Promise<void>;
+  /**
+   * Asks git for the protocol v2 capability list once, so that no `info/refs` waits for a git
+   * process (a serving node before it listens, a Lambda function in its init phase; a CLI command
+   * that serves nothing does not). Never fails: the first `info/refs` asks git itself then.
+   */
+  primeTransfers(): Promise<void>;
   /** Evicts idle generations and repository caches from the shared cache. */
   sweep(): Promise<SweepResult>;
   /**
@@ -261,19 +267,6 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         }
       : {}),
   });
-  // Never a condition of starting: the first info/refs asks git itself when this could not.
-  await primeCapabilities({
-    git,
-    packObjectsHook,
-    ensureHooks: ensureAllHooks,
-    cache,
-    wal,
-    refAnswers,
-    logger,
-    gitAgent,
-  }).catch((error: unknown) =>
-    logger.warn('capability advertisement not primed', { error: serializeError(error) }),
-  );
   return {
     config,
     handler,
@@ -298,6 +291,20 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
         }),
       );
       return progress.flat();
+    },
+    async primeTransfers() {
+      await primeCapabilities({
+        git,
+        packObjectsHook,
+        ensureHooks: ensureAllHooks,
+        cache,
+        wal,
+        refAnswers,
+        logger,
+        gitAgent,
+      }).catch((error: unknown) =>
+        logger.warn('capability advertisement not primed', { error: serializeError(error) }),
+      );
     },
     async warmUp() {
       // A courtesy to the first visitor, never a condition of starting: the shared cache may be

@@ -22,6 +22,7 @@ export async function serve(args: string[]): Promise<ExitCode> {
   const logger = jsonLogger({ quiet: config.quiet, secrets });
   const app = await createApp(config, logger);
   secrets.push(app.adminToken.value);
+  await app.primeTransfers();
   await app.warmUp();
   const server = createNodeServer(app.handler, logger, {
     headersTimeoutMs: config.headersTimeoutMs,

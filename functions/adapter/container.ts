@@ -52,13 +52,14 @@ export const container: Container = lazyContainer(async () => {
   const secrets = [config.adminToken];
   const app = await createApp(config, jsonLogger({ quiet: config.quiet, secrets }));
   secrets.push(app.adminToken.value);
+  await app.primeTransfers();
   return app;
 }, jsonLogger());
 
 /**
  * Makes the app while Lambda runs the function's init phase, so the first invocation of an
  * execution environment finds it made instead of making it (the store's and the log's clients,
- * the cache directory, the admin token from Secrets Manager). A handler module awaits this at its
+ * the cache directory, the admin token from Secrets Manager, git's v2 capability list). A handler module awaits this at its
  * top level; Lambda loads an ES module handler with its top-level awaits inside the init phase
  * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html, "Init phase",
  * and https://docs.aws.amazon.com/lambda/latest/dg/nodejs-handler.html#nodejs-initialization). Outside

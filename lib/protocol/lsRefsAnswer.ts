@@ -39,12 +39,11 @@ export function lsRefsAnswer(
 ): Buffer | null {
   const args = lsRefsArguments(request);
   if (args === null || !head.startsWith('refs/')) return null;
-  const matches = (name: string) =>
-    args.prefixes.length === 0 ||
-    args.prefixes.some((prefix) => {
-      const bytes = Buffer.from(name);
-      return bytes.length >= prefix.length && bytes.subarray(0, prefix.length).equals(prefix);
-    });
+  const matches = (name: string) => {
+    if (args.prefixes.length === 0) return true;
+    const bytes = Buffer.from(name);
+    return args.prefixes.some((p) => bytes.length >= p.length && bytes.subarray(0, p.length).equals(p));
+  };
   const lines: string[] = [];
   const headValue = refs.get(head);
   if (matches('HEAD') && (headValue !== undefined || (args.unborn && args.symrefs))) {

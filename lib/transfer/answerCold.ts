@@ -5,7 +5,7 @@ import type { RefValue } from '../protocol/refValue.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { classifyUploadPackRequest, predictedPrefix } from '../protocol/uploadPackRequest.js';
 import { answerWhilePreparing } from './answerWhilePreparing.js';
-import { answerWithPackCache, type PackCacheDeps } from './answerWithPackCache.js';
+import { answerOnGeneration, type PackCacheDeps } from './answerWithPackCache.js';
 import type { ClientMessage } from './errors.js';
 import { streamUploadPack } from './streamUploadPack.js';
 import { spawnUploadPack, type UploadPackOptions } from './uploadPackChild.js';
@@ -54,9 +54,7 @@ export async function answerCold(
   if (prefix === null) {
     const generation = await deps.cache.leaseComplete(target);
     if (!options.fetch) return streamUploadPack(deps, generation, Readable.from([request]), git);
-    return answerWithPackCache(deps, target, request, options.fetch, git).finally(
-      () => void generation.release(),
-    );
+    return answerOnGeneration(deps, generation, request, options.fetch, git);
   }
   return answerWhilePreparing(
     {
@@ -68,9 +66,7 @@ export async function answerCold(
           return;
         }
         if (options.fetch) {
-          const shared = await answerWithPackCache(deps, target, request, options.fetch, git).finally(
-            () => void generation.release(),
-          );
+          const shared = await answerOnGeneration(deps, generation, request, options.fetch, git);
           const body = Buffer.isBuffer(shared) ? Readable.from([shared]) : shared;
           answer.body.once('close', () => body.destroy());
           await answer.relay(body);

@@ -25,7 +25,17 @@ export async function answerWithPackCache(
   fetch: RepeatableFetch | null,
   options: UploadPackOptions,
 ): Promise<Readable | Buffer> {
-  const generation = await deps.cache.leaseComplete(target);
+  return answerOnGeneration(deps, await deps.cache.leaseComplete(target), request, fetch, options);
+}
+
+/** The same on a complete generation already leased, whose lease it takes over. */
+export async function answerOnGeneration(
+  deps: UploadPackDeps & Pick<PackCacheDeps, 'clonePacking'>,
+  generation: Generation,
+  request: Buffer,
+  fetch: RepeatableFetch | null,
+  options: UploadPackOptions,
+): Promise<Readable | Buffer> {
   const shape = fetch ? cachedFetchOf(fetch) : null;
   const cached = shape ? await deps.clonePacking.open(generation.dir, shape) : { pack: null };
   if (shape && cached.pack)

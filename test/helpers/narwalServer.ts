@@ -35,6 +35,8 @@ export async function startInProcess(
   const dataDir = options.dataDir ?? (await tempDataDir());
   const config = loadConfig({ NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env }, { dataDir, port: 0 });
   const app = await createApp(config, logger, options.store ? { store: options.store } : {});
+  // As `narwal serve` does before it listens.
+  await app.primeTransfers();
   const server: Server = createNodeServer(app.handler, logger, {
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,

@@ -11,7 +11,6 @@ import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteInUse } from '../helpers/deleteInUse.js';
 import { gitOk, makeHome } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 
@@ -156,27 +155,6 @@ describe('repeatable fetches from the kept answer', () => {
       else expect(expected.objects).not.toContain(' blob ');
     });
   }
-
-  it('answers a storm of identical CI fetches meeting a cold cache with one upload-pack', async () => {
-    await writeFile(join(work, 'cold.txt'), 'a state the cache has never held\n');
-    await gitOk(['add', '.'], { cwd: work, home });
-    const sha = await commitOn(7);
-    await gitOk(['push', '--quiet', url, 'main'], { cwd: work, home });
-    const dirs = await Promise.all(Array.from({ length: 6 }, () => freshRepo()));
-    // Every fetch of the storm finds the repository to be prepared again (answerCold.ts).
-    await deleteInUse(join(server.dataDir, 'cache', 'repos'));
-    const before = await packings();
-    const uploadPacks = await fetchUploadPacks();
-    await Promise.all(
-      dirs.map((dir) => gitOk(checkout(sha, ['--progress', '--depth=1']), { cwd: dir, home })),
-    );
-    // Those arriving while the generation is prepared wait for the first one's answer.
-    expect(await fetchUploadPacks()).toBe(uploadPacks + 1);
-    expect(await packings()).toBe(before + 1);
-    const expected = await stateOf(dirs[0] as string);
-    expect(expected.shallow).toBe(`${sha}\n`);
-    for (const dir of dirs) expect(await stateOf(dir)).toEqual(expected);
-  });
 
   it('answers a storm of identical CI fetches meeting a new generation with one pack', async () => {
     await writeFile(join(work, 'storm.txt'), 'a generation the storm meets first\n');

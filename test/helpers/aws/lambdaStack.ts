@@ -60,7 +60,9 @@ export async function startLambdaStack(options: {
   const fn = new LambdaFunction<unknown>('narwal-git', {
     async start({ tmpDir }) {
       const config = loadConfig(env, { dataDir: join(tmpDir, 'narwal') });
+      // As the deployment's container makes it (functions/adapter/container.ts).
       const app = await createApp(config, options.logger);
+      await app.primeTransfers();
       apps.push(app);
       const container: Container = lazyContainer(async () => app, options.logger);
       return { handler: handlerOf(container), close: () => app.close() };
@@ -118,6 +120,7 @@ export async function startPool(options: {
     { dataDir: options.dataDir, port: 0 },
   );
   const app = await createApp(config, options.logger);
+  await app.primeTransfers();
   const requests: Pool['requests'] = [];
   const counting: CoreHandler = (request) => {
     requests.push({ method: request.method, path: request.path });
