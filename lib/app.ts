@@ -48,6 +48,7 @@ import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectSto
 import { primeCapabilities } from './transfer/advertiseRefs.js';
 import { ClonePacking } from './transfer/clonePack.js';
 import { RefAnswers } from './transfer/RefAnswers.js';
+import { RECEIVE_PACK_STDIO, receivePackArgs } from './transfer/receivePush.js';
 import { mapLimit } from './util/mapLimit.js';
 import { Publisher } from './wal/Publisher.js';
 import type { LoadedIndex } from './wal/types.js';
@@ -127,7 +128,6 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const node = await claimNodeDir({ cacheRoot: config.cacheDir, ttlMs: config.nodeTtlMs, now });
   // Asked at each use: the directory is this node's only while its record is live (nodeDir.ts).
   const scratchRoot = () => node.scratch();
-  const scratchRepos = new ScratchRepos(scratchRoot);
   // Versioned: nodes of an older release share the data directory while they drain, and their
   // receive-packs run the hooks of their own release, which speak to them in their own way.
   const hooksDir = await installHooks(join(config.dataDir, 'hooks', HOOKS_VERSION));
@@ -167,6 +167,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     budget: gitBudget,
     home,
     ...(trace ? { trace2Dir: trace.gitDir } : {}),
+  });
+  // Each private repository a push will be received into comes with its receive-pack running.
+  const scratchRepos = new ScratchRepos(scratchRoot, {
+    startIn: (dir) =>
+      git.startAhead([...receivePackArgs(hooksDir), dir], { cwd: dir, stdio: RECEIVE_PACK_STDIO }),
   });
   // `git version 2.39.5` -> `git/2.39.5`, as git's own advertisements say.
   const gitAgent = `git/${(await git.check(['--version'])).toString('utf8').trim().split(' ').pop()}`;

@@ -61,12 +61,24 @@ interface Ready {
   readonly child: ChildProcess;
 }
 
+/**
+ * A git process started before the request that will use it, whole (arguments and directory
+ * known), and waiting for its input: `take` hands it over with a budget slot, as spawn would
+ * start it, or answers null when it is no longer alive; `discard` stops it unused.
+ */
+export interface StartedAhead {
+  take(owner?: string): Promise<ChildProcess | null>;
+  discard(): void;
+}
+
 export class GitRunner {
   readonly #budget: GitBudget;
   readonly #env: NodeJS.ProcessEnv;
   readonly #binary: string;
   /** Processes started ahead, one per kind of call (see READY_SCRIPT). */
   readonly #ready = new Map<string, Ready>();
+  /** Processes started ahead whole (startAhead), not taken yet. */
+  readonly #ahead = new Set<ChildProcess>();
   #closed = false;
 
   /**
@@ -150,9 +162,71 @@ export class GitRunner {
     return child;
   }
 
+  /**
+   * Starts `git args` in `cwd` now, off the path of the request that will take it, for a command
+   * whose every argument is known ahead (a push's receive-pack in the private repository made
+   * for it: git reads its request, and only then the repository's refs and borrowed objects, so
+   * those may be added after it started). Until taken it holds no budget slot and does not keep
+   * this process alive.
+   */
+  startAhead(
+    args: readonly string[],
+    options: Pick<GitSpawnOptions, 'cwd' | 'stdio'> = {},
+  ): StartedAhead | null {
+    if (this.#closed) return null;
+    let child: ChildProcess;
+    try {
+      child = spawn(this.#binary, ['-c', 'safe.directory=*', ...args], {
+        cwd: options.cwd,
+        env: this.#env,
+        stdio: options.stdio ?? ['pipe', 'pipe', 'pipe'],
+      });
+    } catch {
+      return null;
+    }
+    const ahead = this.#ahead;
+    ahead.add(child);
+    child.once('error', () => ahead.delete(child));
+    child.once('exit', () => ahead.delete(child));
+    holdsOpen(child, false);
+    let taken = false;
+    return {
+      take: async (owner) => {
+        if (taken) throw new Error('a process started ahead is taken once');
+        taken = true;
+        ahead.delete(child);
+        if (child.exitCode !== null || child.signalCode !== null || child.killed) return null;
+        let release: () => void;
+        try {
+          release = await this.#budget.acquire(owner);
+        } catch (error) {
+          child.kill('SIGKILL');
+          throw error;
+        }
+        // It may have died while the slot was awaited: the caller then starts one itself.
+        if (child.exitCode !== null || child.signalCode !== null) {
+          release();
+          return null;
+        }
+        child.once('close', release);
+        child.once('error', release);
+        holdsOpen(child, true);
+        return child;
+      },
+      discard: () => {
+        if (taken) return;
+        taken = true;
+        ahead.delete(child);
+        child.kill('SIGKILL');
+      },
+    };
+  }
+
   /** Stops the processes started ahead (the node is closing). */
   close(): void {
     this.#closed = true;
+    for (const child of this.#ahead) child.kill('SIGKILL');
+    this.#ahead.clear();
     for (const ready of this.#ready.values()) ready.child.kill('SIGKILL');
     this.#ready.clear();
   }

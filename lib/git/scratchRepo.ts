@@ -9,6 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { link, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { isCode } from '../util/isCode.js';
+import type { StartedAhead } from './GitRunner.js';
 
 export interface ReceivedPack {
   readonly name: string;
@@ -20,7 +21,10 @@ export interface ReceivedPack {
 
 export interface ScratchRepo {
   readonly dir: string;
+  /** The process started in it ahead (ScratchRepos' `startIn`), when it came with one. */
+  readonly started?: StartedAhead;
   packs(): Promise<ReceivedPack[]>;
+  /** Removes it, and stops its process started ahead if that was never taken. */
   remove(): Promise<void>;
 }
 
@@ -47,10 +51,17 @@ export async function createEmptyBase(
  * borrows, the refs snapshot - is added when it takes one. A skeleton is made under the node's
  * scratch root of the moment and used only while that is still the root: a node that had to claim
  * a new directory leaves the old skeletons to the sweep of expired node directories.
+ *
+ * With `startIn`, each skeleton made ahead also gets the git process a push will run in it,
+ * started as soon as the skeleton exists: git reads the push's request before it looks at the
+ * repository's refs or borrowed objects (builtin/receive-pack.c), so they are added when a push
+ * takes the skeleton, and the push does not wait for git to start.
  */
 export class ScratchRepos {
   readonly #root: () => Promise<string>;
-  readonly #spares: { readonly root: string; readonly dir: string }[] = [];
+  readonly #startIn: ((dir: string) => StartedAhead | null) | undefined;
+  readonly #spares: { readonly root: string; readonly dir: string; readonly started: StartedAhead | null }[] =
+    [];
   readonly #keep: number;
   #making = 0;
   /** Skeletons being made in the background. */
@@ -59,9 +70,13 @@ export class ScratchRepos {
   /** An alternates file per object store, under the root it was made in, hard-linked into each repository. */
   readonly #alternates = new Map<string, string>();
 
-  constructor(root: () => Promise<string>, options: { spares?: number } = {}) {
+  constructor(
+    root: () => Promise<string>,
+    options: { spares?: number; startIn?: (dir: string) => StartedAhead | null } = {},
+  ) {
     this.#root = root;
     this.#keep = options.spares ?? 2;
+    this.#startIn = options.startIn;
   }
 
   /** A repository for one push that borrows `generation`'s objects and starts from its refs. */
@@ -78,7 +93,7 @@ export class ScratchRepos {
     const alternates = await this.#alternatesFile(root, generation.objects);
     if (spare !== undefined) {
       try {
-        return afterwards(await fill(spare, generation, alternates));
+        return afterwards(await fill(spare.dir, generation, alternates, spare.started));
       } catch (error) {
         // Gone from under us (the cache deleted by hand, say), or the generation's refs were:
         // a new skeleton tells which.
@@ -101,10 +116,14 @@ export class ScratchRepos {
     }
   }
 
-  /** Resolves once no skeleton is being made; with `stop`, none is made after (the node is closing). */
+  /**
+   * Resolves once no skeleton is being made; with `stop`, none is made after and the processes
+   * started in the spares are stopped (the node is closing).
+   */
   async settled(options: { stop?: boolean } = {}): Promise<void> {
     if (options.stop) this.#stopped = true;
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+    if (options.stop) for (const spare of this.#spares.splice(0)) spare.started?.discard();
   }
 
   /**
@@ -122,9 +141,11 @@ export class ScratchRepos {
     return path;
   }
 
-  #take(root: string): string | undefined {
-    for (let spare = this.#spares.pop(); spare !== undefined; spare = this.#spares.pop())
-      if (spare.root === root) return spare.dir;
+  #take(root: string): { readonly dir: string; readonly started: StartedAhead | null } | undefined {
+    for (let spare = this.#spares.pop(); spare !== undefined; spare = this.#spares.pop()) {
+      if (spare.root === root) return spare;
+      spare.started?.discard();
+    }
     return undefined;
   }
 
@@ -134,7 +155,9 @@ export class ScratchRepos {
       this.#making++;
       const making: Promise<void> = this.#root()
         .then(async (root) => {
-          this.#spares.push({ root, dir: await makeSkeleton(root) });
+          const dir = await makeSkeleton(root);
+          const started = this.#stopped ? null : (this.#startIn?.(dir) ?? null);
+          this.#spares.push({ root, dir, started });
         })
         .catch(() => {})
         .finally(() => {
@@ -165,21 +188,24 @@ async function fill(
   dir: string,
   generation: { dir: string; objects: string },
   alternates: string,
+  started: StartedAhead | null = null,
 ): Promise<ScratchRepo> {
   await Promise.all([
     link(alternates, join(dir, 'objects', 'info', 'alternates')),
     // A generation never changes, so a hard link of its refs is a stable snapshot.
     link(join(generation.dir, 'packed-refs'), join(dir, 'packed-refs')),
   ]).catch(async (error: unknown) => {
+    started?.discard();
     await rm(dir, { recursive: true, force: true });
     throw error;
   });
-  return scratchOf(dir);
+  return scratchOf(dir, started);
 }
 
-function scratchOf(dir: string): ScratchRepo {
+function scratchOf(dir: string, started: StartedAhead | null): ScratchRepo {
   return {
     dir,
+    ...(started ? { started } : {}),
     async packs() {
       const names = await readdir(join(dir, 'objects', 'pack'));
       return Promise.all(
@@ -199,6 +225,9 @@ function scratchOf(dir: string): ScratchRepo {
           }),
       );
     },
-    remove: () => rm(dir, { recursive: true, force: true }),
+    remove: () => {
+      started?.discard();
+      return rm(dir, { recursive: true, force: true });
+    },
   };
 }

@@ -226,12 +226,14 @@ async function receiveInto(
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
   try {
     await deps.ensureHooks();
-    // Every push starts receive-pack the same way but for its directory: one started ahead waits.
-    child = await deps.git.spawnReady(
-      [...receivePackConfig(deps.hooksDir), 'receive-pack', '--stateless-rpc'],
-      scratch.dir,
-      { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], owner: request.owner },
-    );
+    // The receive-pack started in the scratch repository ahead of the push, when it came with one
+    // that is still alive; else one started ahead for any directory (a shell waiting for it).
+    child =
+      (await scratch.started?.take(request.owner)) ??
+      (await deps.git.spawnReady(receivePackArgs(deps.hooksDir), scratch.dir, {
+        stdio: RECEIVE_PACK_STDIO,
+        owner: request.owner,
+      }));
   } catch (error) {
     await Promise.all([scratch.remove(), generation.release(), cleanup()]);
     throw error;
@@ -341,6 +343,14 @@ async function receiveInto(
   const finished = first.started ? await exit : first.exit;
   return { kind: 'refused', exit: finished, ...(inputError ? { inputError } : {}) };
 }
+
+/** receive-pack's arguments but for its directory (the last), as every push runs it. */
+export function receivePackArgs(hooksDir: string): string[] {
+  return [...receivePackConfig(hooksDir), 'receive-pack', '--stateless-rpc'];
+}
+
+/** Its stdio: fd 3 is the channel its proc-receive hook hands its pipes over (git/hookChannel.ts). */
+export const RECEIVE_PACK_STDIO: ['pipe', 'pipe', 'pipe', 'pipe'] = ['pipe', 'pipe', 'pipe', 'pipe'];
 
 async function publishPush(
   deps: PushDeps,

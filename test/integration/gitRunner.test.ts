@@ -2,7 +2,8 @@
  * GitRunner against the real git: background work (checkpoint repacks, multi-pack-indexes) runs
  * at a lower CPU priority, and so do the processes git starts for it; requests keep the normal one.
  * Processes started ahead (spawnReady) become the git asked for, with its last argument and
- * everything written after it on stdin, and take their budget slot only when handed out.
+ * everything written after it on stdin, and take their budget slot only when handed out; so do
+ * those started ahead whole (startAhead), which are handed out once, or not at all once dead.
  */
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
@@ -112,6 +113,73 @@ describe('GitRunner.spawnReady', () => {
     await readyShells(0);
   });
 });
+
+describe('GitRunner.startAhead', () => {
+  const blobOf = (text: string) =>
+    execFileSync('git', ['hash-object', '--stdin'], { input: text }).toString('utf8').trim();
+
+  it('runs before it is taken, holds a slot only once taken, and is taken once', async () => {
+    const budget = new GitBudget(4, 0);
+    const git = await runner(budget);
+    const dir = await mkdtemp(join(tmpdir(), 'narwal-ahead-'));
+    await writeFile(join(dir, 'f'), 'in the file\n');
+    try {
+      const ahead = git.startAhead(['hash-object', '--stdin', 'f'], { cwd: dir });
+      if (ahead === null) throw new Error('not started');
+      // Started now, waiting for its input, and counted nowhere yet.
+      expect(await gitChildren(1)).toHaveLength(1);
+      expect(budget.running).toBe(0);
+      const child = await ahead.take('someone');
+      if (child === null) throw new Error('not handed out');
+      expect(budget.running).toBe(1);
+      child.stdin?.end('the input\n');
+      expect(await outputOf(child)).toEqual({
+        code: 0,
+        stdout: `${blobOf('the input\n')}\n${blobOf('in the file\n')}\n`,
+      });
+      expect(budget.running).toBe(0);
+      await expect(ahead.take()).rejects.toThrow(/taken once/);
+    } finally {
+      git.close();
+    }
+  });
+
+  it('is not handed out once dead, is stopped by discard, and those not taken by close', async () => {
+    const budget = new GitBudget(4, 0);
+    const git = await runner(budget);
+    const dir = await mkdtemp(join(tmpdir(), 'narwal-ahead-'));
+    const dead = git.startAhead(['hash-object', '--stdin'], { cwd: dir });
+    const [pid] = await gitChildren(1);
+    process.kill(pid ?? 0, 'SIGKILL');
+    await gitChildren(0);
+    expect(await dead?.take()).toBeNull();
+    expect(budget.running).toBe(0);
+    git.startAhead(['hash-object', '--stdin'], { cwd: dir })?.discard();
+    await gitChildren(0);
+    git.startAhead(['hash-object', '--stdin'], { cwd: dir });
+    git.startAhead(['hash-object', '--stdin'], { cwd: dir });
+    await gitChildren(2);
+    git.close();
+    await gitChildren(0);
+    // A closed runner starts nothing more.
+    expect(git.startAhead(['hash-object', '--stdin'], { cwd: dir })).toBeNull();
+  });
+});
+
+/** Waits until exactly `count` git processes run under this process; their pids. */
+async function gitChildren(count: number): Promise<number[]> {
+  let found: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    found = [];
+    for (const pid of await children()) {
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (cmdline.startsWith('git\0')) found.push(pid);
+    }
+    if (found.length === count) return found;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`expected ${count} git processes, found ${found.length}`);
+}
 
 /** Waits until exactly `count` shells started ahead run under this process; their pids. */
 async function readyShells(count: number): Promise<number[]> {

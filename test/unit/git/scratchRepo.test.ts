@@ -1,7 +1,7 @@
 /**
  * Scratch repositories: what git sees in one (the generation's objects and refs, nothing else),
- * the skeletons kept ahead of pushes, and what happens when their directory goes away or the
- * node's scratch root changes.
+ * the skeletons kept ahead of pushes (and the processes started in them), and what happens when
+ * their directory goes away or the node's scratch root changes.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
@@ -9,7 +9,30 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StartedAhead } from '../../../lib/git/GitRunner.js';
 import { ScratchRepos } from '../../../lib/git/scratchRepo.js';
+
+/** Stands in for GitRunner.startAhead: records where each was started and what became of it. */
+function starter() {
+  const started: { dir: string; state: 'waiting' | 'taken' | 'discarded'; ahead: StartedAhead }[] = [];
+  return {
+    started,
+    startIn: (dir: string): StartedAhead => {
+      const entry = { dir, state: 'waiting' as 'waiting' | 'taken' | 'discarded', ahead: {} as StartedAhead };
+      entry.ahead = {
+        take: async () => {
+          entry.state = 'taken';
+          return null;
+        },
+        discard: () => {
+          if (entry.state === 'waiting') entry.state = 'discarded';
+        },
+      };
+      started.push(entry);
+      return entry.ahead;
+    },
+  };
+}
 
 let root: string;
 let generation: { dir: string; objects: string };
@@ -159,5 +182,65 @@ describe('ScratchRepos', () => {
       code: 'ENOENT',
     });
     expect((await readdir(scratchRoot)).filter((n) => n.endsWith('.git'))).toEqual([]);
+  });
+
+  it('starts a process in each skeleton made ahead, hands it out with it, and stops those never taken', async () => {
+    const scratchRoot = join(root, 'f');
+    await mkdir(scratchRoot);
+    const { started, startIn } = starter();
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 2, startIn });
+    // None yet: this one is made on demand, without a process; two are made ahead, with one each.
+    const first = await repos.create(generation);
+    expect(first.started).toBeUndefined();
+    await until(
+      async () => started.length,
+      (n) => n === 2,
+    );
+    expect(started.map((s) => s.dir).sort()).toEqual(
+      (await spares(scratchRoot)).map((n) => join(scratchRoot, n)).sort(),
+    );
+    const second = await repos.create(generation);
+    const mine = started.find((s) => s.dir === second.dir);
+    expect(second.started).toBe(mine?.ahead);
+    await second.started?.take();
+    await second.remove();
+    expect(mine?.state).toBe('taken');
+    // Removed untaken (a push that failed before receive-pack), its process is stopped.
+    const third = await repos.create(generation);
+    await third.remove();
+    expect(started.find((s) => s.dir === third.dir)?.state).toBe('discarded');
+    // Closing stops the processes of the skeletons still spare.
+    await first.remove();
+    await until(
+      () => spares(scratchRoot),
+      (s) => s.length === 2,
+    );
+    await repos.settled({ stop: true });
+    const spareDirs = (await spares(scratchRoot)).map((n) => join(scratchRoot, n));
+    expect(started.filter((s) => spareDirs.includes(s.dir)).map((s) => s.state)).toEqual([
+      'discarded',
+      'discarded',
+    ]);
+  });
+
+  it("stops the processes of skeletons made under a scratch root that is no longer the node's", async () => {
+    const first = join(root, 'g1');
+    const second = join(root, 'g2');
+    await Promise.all([mkdir(first), mkdir(second)]);
+    let current = first;
+    const { started, startIn } = starter();
+    const repos = new ScratchRepos(async () => current, { spares: 2, startIn });
+    await repos.create(generation);
+    await until(
+      async () => started.length,
+      (n) => n === 2,
+    );
+    current = second;
+    const scratch = await repos.create(generation);
+    expect(scratch.dir.startsWith(`${second}/`)).toBe(true);
+    expect(started.filter((s) => s.dir.startsWith(`${first}/`)).map((s) => s.state)).toEqual([
+      'discarded',
+      'discarded',
+    ]);
   });
 });
