@@ -87,8 +87,12 @@ function writeRaw(socket: Duplex, response: CoreResponse): void {
  * destroys the body; a body that fails cuts the response off.
  */
 async function writeRecycling(body: Readable & RecyclingBody, res: ServerResponse): Promise<void> {
+  // 'close' also follows every response that was written whole: only one cut short is an error
+  // (made, with its stack, only then).
   const gone = new Promise<never>((_, reject) =>
-    res.once('close', () => reject(new Error('the client closed the connection'))),
+    res.once('close', () => {
+      if (!res.writableFinished) reject(new Error('the client closed the connection'));
+    }),
   );
   gone.catch(() => {});
   const written = (chunk: Buffer) =>
