@@ -129,6 +129,8 @@ export class RepoCache {
   readonly #indexPacks: PackIndexer;
   readonly #mutex = new KeyedMutex();
   readonly #shared: SharedLeases;
+  /** When this process last stamped each generation's use (stampUse): no need to look again sooner. */
+  readonly #stamped = new Map<string, number>();
 
   constructor(options: RepoCacheOptions) {
     this.#root = options.root;
@@ -286,12 +288,26 @@ export class RepoCache {
       await ready();
       const hold = await this.#shared.take(target.repo, target.name);
       if (await exists(join(dir, 'packed-refs'))) {
-        await stampUse(dir, this.#leases.now());
+        await this.#stampUse(dir);
         return { dir, name: target.name, objects: objectsDir(incarnation), release: hold.release };
       }
       await hold.discard();
     }
     throw new Busy(`narwal: the cache of ${target.repo} is being rebuilt; retry in a moment`);
+  }
+
+  /**
+   * Marks the generation used now, for the eviction of idle ones (evict.ts), at most once a
+   * STAMP_EVERY_MS: a stamp this process made that recently is known without looking at the file
+   * (any stamp since, by another process, is newer still).
+   */
+  async #stampUse(dir: string): Promise<void> {
+    const now = this.#leases.now();
+    const last = this.#stamped.get(dir);
+    if (last !== undefined && now - last >= 0 && now - last < STAMP_EVERY_MS) return;
+    if (this.#stamped.size >= MAX_STAMPS_KEPT) this.#stamped.clear();
+    await stampUse(dir, now);
+    this.#stamped.set(dir, now);
   }
 
   /** Writes the generation's refs if nobody has: no lock, since every writer writes the same. */
@@ -495,10 +511,15 @@ function formatBytes(bytes: number): string {
 }
 
 /** Marks a generation as used, at most about once a minute (a write per request would be waste). */
+/** How often a generation's use is stamped, at most. */
+const STAMP_EVERY_MS = 60_000;
+/** Generations whose stamps one process remembers (each a path and a number). */
+const MAX_STAMPS_KEPT = 4096;
+
 async function stampUse(dir: string, now: number): Promise<void> {
   const path = join(dir, LAST_USED);
   const current = await stat(path).catch(() => null);
-  if (current && now - current.mtimeMs < 60_000) return;
+  if (current && now - current.mtimeMs < STAMP_EVERY_MS) return;
   const at = new Date(now);
   await utimes(path, at, at).catch(() => writeFile(path, '').catch(() => {}));
 }

@@ -1,5 +1,4 @@
 /** The local (and pool) server: node:http in front of the core handler. */
-import { randomBytes } from 'node:crypto';
 import {
   createServer,
   type IncomingMessage,
@@ -12,6 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { type Logger, serializeError } from '../log.js';
 import { type RecyclingBody, recycles } from '../util/RecyclingBody.js';
 import { clientErrorResponse, connectRefused } from './errorResponse.js';
+import { nextRequestId } from './requestId.js';
 import type { CoreHandler, CoreRequest, CoreResponse } from './types.js';
 
 export interface NodeServerOptions {
@@ -127,7 +127,7 @@ async function serve(
     query: new URLSearchParams(q < 0 ? '' : raw.slice(q + 1)),
     headers: req.headers as Record<string, string | undefined>,
     body: req,
-    requestId: randomBytes(8).toString('hex'),
+    requestId: nextRequestId(),
     ...(req.socket.remoteAddress ? { remoteAddress: req.socket.remoteAddress } : {}),
     ...(req.socket.localAddress && req.socket.localPort
       ? { localAddress: req.socket.localAddress, localPort: req.socket.localPort }

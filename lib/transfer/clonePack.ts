@@ -21,6 +21,7 @@ import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { linesBeforePack, PACK_HEADER } from '../protocol/shallowInfo.js';
 import type { RecyclingBody } from '../util/RecyclingBody.js';
+import { KeptLines } from './KeptLines.js';
 
 /** A pack's 12-byte header and 20-byte trailer: anything shorter is not a pack. */
 const MIN_PACK_BYTES = 32;
@@ -60,6 +61,9 @@ export function cachedFetchOf(fetch: RepeatableFetch): CachedFetch {
   };
 }
 
+/** The lines before kept packs, by file: a storm of identical fetches reads them once. */
+const keptLines = new KeptLines(4 * 1024 * 1024);
+
 /** The suffix of the file that keeps the lines before a pack, after the version. */
 export const SHALLOW_SUFFIX = '.shallow';
 
@@ -68,14 +72,14 @@ export async function openCachedAnswer(
   dir: string,
   fetch: CachedFetch,
 ): Promise<{ readonly pack: FileHandle; readonly lines: Buffer } | null> {
-  let lines = Buffer.alloc(0);
+  let lines: Buffer = Buffer.alloc(0);
   if (fetch.linesSuffix !== null) {
     // Kept before the pack is named (keepLinesBeforePack), so a pack without them is one whose
     // lines are still being written, or were lost: either way git answers.
-    const read = await readFile(join(dir, PACK_CACHE_DIR, `${fetch.key}${fetch.linesSuffix}`)).catch(
-      () => null,
-    );
+    const path = join(dir, PACK_CACHE_DIR, `${fetch.key}${fetch.linesSuffix}`);
+    const read = keptLines.get(path) ?? (await readFile(path).catch(() => null));
     if (read === null) return null;
+    keptLines.set(path, read);
     lines = read;
   }
   const pack = await openClonePack(dir, fetch);
