@@ -19,7 +19,7 @@ import { type GitSpan, readTrace2Dir } from './trace2.js';
 
 export interface PushTrace {
   readonly clientMs: number;
-  /** Summed duration per git command started within the push. */
+  /** Summed duration per git command that ended within the push, from its start or the push's. */
   readonly git: Record<string, number>;
   readonly storeOps: number;
   readonly storeOpsByKind: Record<string, number>;
@@ -105,11 +105,21 @@ export async function analyzeProfile(options: {
   };
 }
 
-function traceOf(window: { start: number; ms: number }, git: GitSpan[], store: StoreSpan[]): PushTrace {
+export function traceOf(
+  window: { start: number; ms: number },
+  git: GitSpan[],
+  store: StoreSpan[],
+): PushTrace {
   const end = window.start + window.ms;
   const inside = <T extends { start: number }>(s: T) => s.start >= window.start && s.start < end;
+  // A git process belongs to the push it ended in, counted from the push's start at the earliest:
+  // narwal's receive-pack is started ahead of the push that takes it, and waits until then.
   const byName: Record<string, number> = {};
-  for (const span of git.filter(inside)) byName[span.name] = (byName[span.name] ?? 0) + span.ms;
+  for (const span of git) {
+    const exit = span.start + span.ms;
+    if (exit < window.start || exit >= end) continue;
+    byName[span.name] = (byName[span.name] ?? 0) + (exit - Math.max(span.start, window.start));
+  }
   const ours = store.filter(inside);
   const log = ours.filter((s) => s.store === 'store');
   const presence = ours.filter((s) => s.store !== 'store');
