@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StartedAhead } from '../../../lib/git/GitRunner.js';
-import { ScratchRepos } from '../../../lib/git/scratchRepo.js';
+import { removeScratch, ScratchRepos } from '../../../lib/git/scratchRepo.js';
 
 /** Stands in for GitRunner.startAhead: records where each was started and what became of it. */
 function starter() {
@@ -170,6 +170,30 @@ describe('ScratchRepos', () => {
     const scratch = await repos.create(generation);
     expect(scratch.dir.startsWith(`${second}/`)).toBe(true);
     expect(git(scratch.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
+  });
+
+  it('removes a repository that received a pack, and one holding what its layout does not know', async () => {
+    const scratchRoot = join(root, 'r');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 0 });
+    const received = await repos.create(generation);
+    // A pack as receive-pack leaves it (index-pack writes .pack, .idx and .rev).
+    const pack = execFileSync('git', ['pack-objects', '--stdout', '--revs'], {
+      cwd: generation.dir,
+      env,
+      input: `${commit}\n`,
+    });
+    execFileSync('git', ['index-pack', '--stdin', '--rev-index'], { cwd: received.dir, env, input: pack });
+    expect(await received.packs()).toHaveLength(1);
+    const odd = await repos.create(generation);
+    await mkdir(join(odd.dir, 'objects', 'incoming-x', 'pack'), { recursive: true });
+    await mkdir(join(odd.dir, 'refs', 'heads'));
+    expect(await removeScratch(received.dir)).toBe('layout');
+    expect(await removeScratch(odd.dir)).toBe('recursive');
+    expect((await readdir(scratchRoot)).filter((n) => n.endsWith('.git'))).toEqual([]);
+    // The generation's refs and the shared alternates file stay.
+    expect(git(generation.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
+    expect((await readdir(scratchRoot)).filter((n) => n.startsWith('alternates-'))).toHaveLength(1);
   });
 
   it('refuses a generation whose refs are gone, and leaves nothing of the attempt', async () => {
