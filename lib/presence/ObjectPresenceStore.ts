@@ -11,7 +11,7 @@
  * - get/list: reads filtered on expiry with the injected clock; nothing is deleted on read.
  *
  * Object keys: `<prefix><enc(key)>.k/<enc(id)>.r`, where enc is the lowercase hex of the UTF-8
- * bytes cut into 128-character path segments. Hex is prefix-preserving and byte-ordered (so
+ * bytes cut into 250-character path segments. Hex is prefix-preserving and byte-ordered (so
  * `list(key, idPrefix)` is one store list of `<prefix><enc(key)>.k/<enc(idPrefix)>` and comes back
  * in UTF-8 order, as DynamoDB sorts its sort keys), uses no character a filesystem or S3 treats
  * specially, cannot collide on case-insensitive filesystems, and segments stay under the usual
@@ -45,7 +45,14 @@ const MAX_ATTEMPTS = 5;
  */
 const RELEASE_MARGIN_MS = 5_000;
 
-const SEGMENT = 128;
+/**
+ * Hex characters per path segment: with its `.k` or `.r`, 252 bytes, under the usual 255-byte name
+ * limit. A key or id of up to 125 bytes is one name. A longer id is filed in a directory per
+ * segment, which a release leaves behind when the store keeps emptied directories (the embedded
+ * presence store does): a read lease's id (`lease#<generation>#<uuid>`, 68 bytes) once took two
+ * segments at 128, and every lease left a directory of its own.
+ */
+const SEGMENT = 250;
 const LIST_CONCURRENCY = 16;
 
 /** The stored form; `writeId` is unique per write, so S3's read-back after a 5xx is exact. */

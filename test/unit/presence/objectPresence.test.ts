@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,27 @@ describe('ObjectPresenceStore', () => {
     await presence.tryCreate({ key: 'k', id: 'a/b', owner: 'o', expiresAt: Date.now() + 60_000 });
     expect(await readdir(join(dir, 'objects', 'p'))).toEqual(['6b.k']);
     expect(await readdir(join(dir, 'objects', 'p', '6b.k'))).toEqual(['612f62.r']);
+  });
+
+  it('files an id of a read lease under one name, so releasing it leaves nothing behind', async () => {
+    const dir = join(root, 'leases');
+    const presence = new ObjectPresenceStore({ store: new FsObjectStore(dir, { keepEmptyDirs: true }) });
+    const key = 'repo#team/project';
+    for (let i = 0; i < 5; i++) {
+      // The shape of leases.ts's ids: lease#<generation>#<uuid>.
+      const id = `lease#00000000000${i}-da98c0085f65#${randomUUID()}`;
+      expect(await presence.tryCreate({ key, id, owner: 'o', expiresAt: Date.now() + 60_000 })).toBe(true);
+      await presence.release(key, id, 'o');
+    }
+    const partition = join(dir, 'objects', 'presence', `${Buffer.from(key).toString('hex')}.k`);
+    expect(await readdir(partition)).toEqual([]);
+    // An id longer than one name still works, in a directory of its own.
+    const long = `lease#${'x'.repeat(200)}`;
+    expect(await presence.tryCreate({ key, id: long, owner: 'o', expiresAt: Date.now() + 60_000 })).toBe(
+      true,
+    );
+    expect((await presence.get(key, long))?.owner).toBe('o');
+    expect((await presence.list(key, 'lease#')).map((r) => r.id)).toEqual([long]);
   });
 
   it('refuses a key or id that is not well-formed Unicode instead of letting it collide', async () => {
