@@ -535,6 +535,9 @@ async function linkIfMissing(from: string, to: string): Promise<void> {
 
 /** The name of the object store at `objects`, given to it by whoever asks first. */
 async function objectStoreId(objects: string): Promise<string> {
+  // Made once per object store: every build after the first finds it.
+  const known = await readObjectStoreId(objects);
+  if (known !== null) return known;
   const path = join(objects, STORE_ID);
   const temp = `${path}.${randomBytes(6).toString('hex')}`;
   try {
