@@ -310,6 +310,15 @@ export class RepoCache {
     this.#stamped.set(dir, now);
   }
 
+  /**
+   * A generation this process has just written is as good as stamped: with no stamp, eviction
+   * goes by the directory's own time, which the write set (evict.ts lastUsed).
+   */
+  #builtNow(dir: string): void {
+    if (this.#stamped.size >= MAX_STAMPS_KEPT) this.#stamped.clear();
+    this.#stamped.set(dir, this.#leases.now());
+  }
+
   /** Writes the generation's refs if nobody has: no lock, since every writer writes the same. */
   async #ensureRefs(target: CacheTarget): Promise<void> {
     const dir = this.#dir(target);
@@ -326,6 +335,7 @@ export class RepoCache {
         JSON.stringify({ seq: target.seq, created: target.created, name: target.name }),
       );
       await rename(temp, dir);
+      this.#builtNow(dir);
     } catch (error) {
       if (!(await exists(join(dir, 'packed-refs')))) throw error;
     } finally {
@@ -407,6 +417,7 @@ export class RepoCache {
       throw new BuildSuperseded(`the cache of ${target.repo} changed while ${target.name} was built`);
     this.#indexPacks(objects);
     await writeFile(join(this.#dir(target), COMPLETE), '');
+    this.#builtNow(this.#dir(target));
     const ms = Math.round(performance.now() - started);
     if (items.length > 0 || checkpoint?.seq === from)
       progress?.(`narwal: repository ready in ${ms} ms`, true);
