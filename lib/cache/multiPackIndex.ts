@@ -19,6 +19,9 @@ export type PackIndexer = (objectsDir: string) => void;
 /** Packs an object store may hold outside its multi-pack-index before it is rewritten. */
 export const UNINDEXED_PACKS = 16;
 
+/** Object stores whose covered count one process remembers. */
+const MAX_KNOWN = 4096;
+
 /** Beside the multi-pack-index: how many packs it covered when it was written. */
 const COVERED = 'narwal-midx-packs';
 
@@ -33,13 +36,24 @@ export function multiPackIndexer(options: {
 }): PackIndexer {
   const threshold = options.unindexed ?? UNINDEXED_PACKS;
   const running = new Set<string>();
+  /**
+   * What each object store's file said (or this process wrote) last. An object store only gains
+   * packs and its index only grows, so the file says at least as much now: while the packs are
+   * within the threshold of that, the file need not be read again (two reads per push).
+   */
+  const known = new Map<string, number>();
   return (objectsDir) => {
     if (running.has(objectsDir)) return;
     running.add(objectsDir);
     void (async () => {
       const packDir = join(objectsDir, 'pack');
       const packs = (await readdir(packDir)).filter((n) => n.endsWith('.idx')).length;
+      const remembered = known.get(objectsDir);
+      // Fewer packs than covered: the object store was made again (evicted, deleted by hand).
+      if (remembered !== undefined && packs >= remembered && packs - remembered < threshold) return;
       const covered = Number((await readFile(join(packDir, COVERED), 'utf8').catch(() => '0')).trim()) || 0;
+      if (known.size >= MAX_KNOWN) known.clear();
+      known.set(objectsDir, covered);
       if (packs - covered < threshold) return;
       // git writes a multi-pack-index only for its repository's own object directory.
       const result = await options.git.run(
@@ -52,6 +66,7 @@ export function multiPackIndexer(options: {
         return;
       }
       await writeFile(join(packDir, COVERED), `${packs}\n`);
+      known.set(objectsDir, packs);
       options.onWritten?.(objectsDir, packs);
     })()
       .catch((error: unknown) =>
