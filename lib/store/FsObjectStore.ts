@@ -342,19 +342,29 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async #walk(dir: string, into: string[]): Promise<void> {
+  /**
+   * Adds the keys under `dir` to `into`. A store that keeps emptied directories removes the empty
+   * ones below `dir` it walks through: directories its deletes left (once one per presence lease,
+   * when a lease's id took two path segments) would otherwise cost every later list a readdir
+   * each. A write racing into one finds its parent gone and makes it again (put). True when `dir`
+   * was empty.
+   */
+  async #walk(dir: string, into: string[]): Promise<boolean> {
     let entries: import('node:fs').Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (error) {
-      if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return;
+      if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return false;
       throw error;
     }
+    let left = entries.length;
     for (const entry of entries) {
       const full = join(dir, entry.name);
-      if (entry.isDirectory()) await this.#walk(full, into);
-      else into.push(relative(this.#objects, full).split(sep).join('/'));
+      if (!entry.isDirectory()) into.push(relative(this.#objects, full).split(sep).join('/'));
+      else if ((await this.#walk(full, into)) && this.#keepEmptyDirs && quietly(() => rmdirSync(full)))
+        left--;
     }
+    return left === 0;
   }
 
   #path(key: string): string {

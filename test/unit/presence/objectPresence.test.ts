@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -58,6 +58,28 @@ describe('ObjectPresenceStore', () => {
     );
     expect((await presence.get(key, long))?.owner).toBe('o');
     expect((await presence.list(key, 'lease#')).map((r) => r.id)).toEqual([long]);
+  });
+
+  it('removes the empty directories older versions left in a partition when it lists it', async () => {
+    const dir = join(root, 'leftovers');
+    const presence = new ObjectPresenceStore({ store: new FsObjectStore(dir, { keepEmptyDirs: true }) });
+    const key = 'repo#old/project';
+    const partition = join(dir, 'objects', 'presence', `${Buffer.from(key).toString('hex')}.k`);
+    // What a release left behind when a lease's id took two 128-character segments.
+    const left = Array.from({ length: 3 }, (_, i) => join(partition, `${'6c'.repeat(63)}3${i}`));
+    for (const d of left) await mkdir(d, { recursive: true });
+    await mkdir(join(left[0] ?? '', 'deeper'));
+    const id = `lease#000000000009-da98c0085f65#${randomUUID()}`;
+    await presence.tryCreate({ key, id, owner: 'o', expiresAt: Date.now() + 60_000 });
+    expect((await presence.list(key, 'lease#')).map((r) => r.id)).toEqual([id]);
+    expect(await readdir(partition)).toHaveLength(1);
+    // The partition itself stays, and records come and go in it as before.
+    await presence.release(key, id, 'o');
+    expect(await presence.list(key)).toEqual([]);
+    expect(await readdir(partition)).toEqual([]);
+    expect(await presence.tryCreate({ key, id: 'writer', owner: 'o', expiresAt: Date.now() + 60_000 })).toBe(
+      true,
+    );
   });
 
   it('refuses a key or id that is not well-formed Unicode instead of letting it collide', async () => {
