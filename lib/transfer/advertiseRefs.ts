@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import { receivePackAdvertisement } from '../protocol/receivePackAdvertisement.js';
 import type { RefValue } from '../protocol/refValue.js';
 import type { LoadedIndex, RepoIndex } from '../wal/types.js';
-import { checkedRefs } from './checkedRefs.js';
+import { checkedRefs, refsStamp } from './checkedRefs.js';
 import { RefAnswers } from './RefAnswers.js';
 import { type StateTargets, targetFor } from './targetFor.js';
 import { spawnReleasing, type UploadPackDeps } from './uploadPackChild.js';
@@ -81,6 +81,10 @@ export async function advertiseUploadPack(
   // after O(refs) work, and the download waits for the request that needs objects.
   const generation = target && !v2 ? await deps.cache.leaseRefs(target) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
+  const before = await refsStamp(generation).catch(async (error: unknown) => {
+    await generation?.release();
+    throw error;
+  });
   const child = await spawnReleasing(
     deps.git,
     generation,
@@ -99,7 +103,7 @@ export async function advertiseUploadPack(
         stderr: e.stderr,
       });
   });
-  const answer = await checkedRefs(child, exit, generation, 'upload-pack');
+  const answer = await checkedRefs(child, exit, generation, 'upload-pack', before);
   deps.refAnswers.set(key, answer);
   return answer;
 }

@@ -1,6 +1,6 @@
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { lsRefsAnswer } from '../protocol/lsRefsAnswer.js';
-import { checkedRefs } from './checkedRefs.js';
+import { checkedRefs, refsStamp } from './checkedRefs.js';
 import { RefAnswers } from './RefAnswers.js';
 import { spawnUploadPack, type UploadPackDeps } from './uploadPackChild.js';
 
@@ -31,10 +31,14 @@ export async function answerLsRefs(
     return written;
   }
   const generation = await deps.cache.leaseRefs(target);
+  const before = await refsStamp(generation).catch(async (error: unknown) => {
+    await generation.release();
+    throw error;
+  });
   const { child, exit } = await spawnUploadPack(deps, generation, options);
   child.stdin?.on('error', () => {});
   child.stdin?.end(request);
-  const refs = await checkedRefs(child, exit, generation, 'upload-pack');
+  const refs = await checkedRefs(child, exit, generation, 'upload-pack', before);
   deps.refAnswers.set(key, refs);
   return refs;
 }
