@@ -305,9 +305,8 @@ export class RepoCache {
     const now = this.#leases.now();
     const last = this.#stamped.get(dir);
     if (last !== undefined && now - last >= 0 && now - last < STAMP_EVERY_MS) return;
-    if (this.#stamped.size >= MAX_STAMPS_KEPT) this.#stamped.clear();
     await stampUse(dir, now);
-    this.#stamped.set(dir, now);
+    this.#stampedAt(dir, now);
   }
 
   /**
@@ -315,8 +314,12 @@ export class RepoCache {
    * goes by the directory's own time, which the write set (evict.ts lastUsed).
    */
   #builtNow(dir: string): void {
+    this.#stampedAt(dir, this.#leases.now());
+  }
+
+  #stampedAt(dir: string, at: number): void {
     if (this.#stamped.size >= MAX_STAMPS_KEPT) this.#stamped.clear();
-    this.#stamped.set(dir, this.#leases.now());
+    this.#stamped.set(dir, at);
   }
 
   /** Writes the generation's refs if nobody has: no lock, since every writer writes the same. */

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import { receivePackAdvertisement } from '../protocol/receivePackAdvertisement.js';
 import type { RefValue } from '../protocol/refValue.js';
 import type { LoadedIndex, RepoIndex } from '../wal/types.js';
-import { checkedRefs, refsStamp } from './checkedRefs.js';
+import { checkedRefs } from './checkedRefs.js';
 import { RefAnswers } from './RefAnswers.js';
 import { type StateTargets, targetFor } from './targetFor.js';
 import { spawnReleasing, type UploadPackDeps } from './uploadPackChild.js';
@@ -81,29 +81,27 @@ export async function advertiseUploadPack(
   // after O(refs) work, and the download waits for the request that needs objects.
   const generation = target && !v2 ? await deps.cache.leaseRefs(target) : null;
   const dir = generation ? generation.dir : await deps.cache.emptyRepo();
-  const before = await refsStamp(generation).catch(async (error: unknown) => {
-    await generation?.release();
-    throw error;
+  const answer = await checkedRefs(generation, 'upload-pack', async () => {
+    const child = await spawnReleasing(
+      deps.git,
+      generation,
+      [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', '--advertise-refs', dir],
+      { env: gitProtocolEnv(protocol), owner: request.owner },
+    );
+    child.stdin?.end();
+    const exit = childExit(child);
+    void exit.then((e) => {
+      void generation?.release();
+      if (e.code !== 0)
+        deps.logger.warn('advertisement failed', {
+          repo: request.repo,
+          service: 'git-upload-pack',
+          code: e.code,
+          stderr: e.stderr,
+        });
+    });
+    return { child, exit };
   });
-  const child = await spawnReleasing(
-    deps.git,
-    generation,
-    [...uploadPackConfig(deps.packObjectsHook), 'upload-pack', '--stateless-rpc', '--advertise-refs', dir],
-    { env: gitProtocolEnv(protocol), owner: request.owner },
-  );
-  child.stdin?.end();
-  const exit = childExit(child);
-  void exit.then((e) => {
-    void generation?.release();
-    if (e.code !== 0)
-      deps.logger.warn('advertisement failed', {
-        repo: request.repo,
-        service: 'git-upload-pack',
-        code: e.code,
-        stderr: e.stderr,
-      });
-  });
-  const answer = await checkedRefs(child, exit, generation, 'upload-pack', before);
   deps.refAnswers.set(key, answer);
   return answer;
 }

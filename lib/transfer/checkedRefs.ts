@@ -10,43 +10,37 @@ import { CacheChanged, GitRefused } from './errors.js';
  * which every push's hard link to it (and the link's removal) moves; the file itself is never
  * written again, and one made later in its place has a later mtime even on a reused inode.
  */
-export interface RefsStamp {
+interface RefsStamp {
   readonly ino: bigint;
   readonly mtimeNs: bigint;
 }
 
 /**
- * The stamp of the generation's `packed-refs` before a git child reads it (null without a
- * generation). Missing already: the cache was deleted after the lease looked (CacheChanged).
- */
-export async function refsStamp(generation: Generation | null): Promise<RefsStamp | null> {
-  if (!generation) return null;
-  const found = await stampOf(generation);
-  if (found === null) throw new CacheChanged();
-  return found;
-}
-
-/**
- * The output of a git child that lists a generation's refs, once it exits, checked against the
- * generation: a cache directory deleted while git read it leaves a directory with no packed-refs,
- * which git lists as no refs at all and exit 0, and a client would take that for the repository's
- * state. The file must still be the one stamped before git started, not only be there: the
- * directory may have been deleted and made again (another request rebuilding it) between git's
- * read and this look. Ref listings are O(refs), so holding one whole is cheap.
+ * Runs a git child that lists a generation's refs (`start`, which spawns it) and returns its
+ * output once it exits, checked against the generation: a cache directory deleted while git read
+ * it leaves a directory with no packed-refs, which git lists as no refs at all and exit 0, and a
+ * client would take that for the repository's state. The file must still be the one stamped
+ * before git started, not only be there: the directory may have been deleted and made again
+ * (another request rebuilding it) between git's read and this look. Ref listings are O(refs),
+ * so holding one whole is cheap. The generation is released here when git never starts.
  */
 export async function checkedRefs(
-  child: ChildProcess,
-  exit: Promise<ChildExit>,
   generation: Generation | null,
   service: string,
-  before: RefsStamp | null,
+  start: () => Promise<{ child: ChildProcess; exit: Promise<ChildExit> }>,
 ): Promise<Buffer> {
+  const before = generation ? await stampOf(generation) : null;
+  if (generation && before === null) {
+    await generation.release();
+    throw new CacheChanged();
+  }
+  const { child, exit } = await start();
   const chunks: Buffer[] = [];
   child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
   const finished = await exit;
-  if (generation) {
+  if (generation && before) {
     const after = await stampOf(generation);
-    if (after === null || before === null || after.ino !== before.ino || after.mtimeNs !== before.mtimeNs)
+    if (after === null || after.ino !== before.ino || after.mtimeNs !== before.mtimeNs)
       throw new CacheChanged();
   }
   if (finished.code !== 0) throw new GitRefused(service, finished.stderr);

@@ -1,6 +1,6 @@
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { lsRefsAnswer } from '../protocol/lsRefsAnswer.js';
-import { checkedRefs, refsStamp } from './checkedRefs.js';
+import { checkedRefs } from './checkedRefs.js';
 import { RefAnswers } from './RefAnswers.js';
 import { spawnUploadPack, type UploadPackDeps } from './uploadPackChild.js';
 
@@ -31,14 +31,12 @@ export async function answerLsRefs(
     return written;
   }
   const generation = await deps.cache.leaseRefs(target);
-  const before = await refsStamp(generation).catch(async (error: unknown) => {
-    await generation.release();
-    throw error;
+  const refs = await checkedRefs(generation, 'upload-pack', async () => {
+    const started = await spawnUploadPack(deps, generation, options);
+    started.child.stdin?.on('error', () => {});
+    started.child.stdin?.end(request);
+    return started;
   });
-  const { child, exit } = await spawnUploadPack(deps, generation, options);
-  child.stdin?.on('error', () => {});
-  child.stdin?.end(request);
-  const refs = await checkedRefs(child, exit, generation, 'upload-pack', before);
   deps.refAnswers.set(key, refs);
   return refs;
 }
