@@ -47,8 +47,8 @@ import type { ObjectStore } from './store/ObjectStore.js';
 import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
 import { primeCapabilities } from './transfer/advertiseRefs.js';
 import { ClonePacking } from './transfer/clonePack.js';
-import { RefAnswers } from './transfer/RefAnswers.js';
 import { RECEIVE_PACK_STDIO, receivePackArgs } from './transfer/receivePush.js';
+import { StateAnswers } from './transfer/StateAnswers.js';
 import { mapLimit } from './util/mapLimit.js';
 import { Publisher } from './wal/Publisher.js';
 import type { LoadedIndex } from './wal/types.js';
@@ -94,10 +94,17 @@ export interface App {
 }
 
 /**
- * Memory for answers git gave about ref states (transfer/RefAnswers.ts): 32 MiB holds the ref listings of
+ * Memory for answers git gave about ref states (transfer/StateAnswers.ts): 32 MiB holds the ref listings of
  * many repositories of thousands of refs; one of 100,000 refs (about 6 MiB) still fits.
  */
 const REF_ANSWER_BYTES = 32 * 1024 ** 2;
+/**
+ * Memory for whole answers to repeatable fetches (a CI job's `--depth=1` checkout, say) of states
+ * in use, each at most PACK_ANSWER_MAX_BYTES (well inside a buffered Lambda response): a storm
+ * of identical jobs is then answered with no file read and no lease per job.
+ */
+const PACK_ANSWER_BYTES = 32 * 1024 ** 2;
+const PACK_ANSWER_MAX_BYTES = 1024 ** 2;
 /** How long a full clone waits for this node's identical one to finish packing before packing itself. */
 const CLONE_PACK_WAIT_MS = 30_000;
 
@@ -215,7 +222,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     urlTtlSeconds: config.lfs.urlTtlSeconds,
     presign: config.lfs.presign,
   });
-  const refAnswers = new RefAnswers({ maxBytes: REF_ANSWER_BYTES });
+  const refAnswers = new StateAnswers({ maxBytes: REF_ANSWER_BYTES });
   const handler = createHandler({
     browse,
     browsePages: browsePageCache(config.browseCacheBytes),
@@ -232,6 +239,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     packObjectsHook,
     refAnswers,
     clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),
+    packAnswers: new StateAnswers({ maxBytes: PACK_ANSWER_BYTES, maxAnswerBytes: PACK_ANSWER_MAX_BYTES }),
     ...(config.packUriTtlSeconds > 0
       ? {
           packUris: {

@@ -1,7 +1,7 @@
 /**
  * The ref advertisements that open a transfer (`GET info/refs`, gitprotocol-http(5)): receive-pack's
  * written from the index alone, upload-pack's asked of git on a generation whose refs are written
- * (its objects may still be missing) and kept, since a state never changes (RefAnswers.ts).
+ * (its objects may still be missing) and kept, since a state never changes (StateAnswers.ts).
  */
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { childExit } from '../git/childOutput.js';
@@ -11,7 +11,7 @@ import { receivePackAdvertisement } from '../protocol/receivePackAdvertisement.j
 import type { RefValue } from '../protocol/refValue.js';
 import type { LoadedIndex, RepoIndex } from '../wal/types.js';
 import { checkedRefs } from './checkedRefs.js';
-import { RefAnswers } from './RefAnswers.js';
+import { StateAnswers } from './StateAnswers.js';
 import { type StateTargets, targetFor } from './targetFor.js';
 import { spawnReleasing, type UploadPackDeps } from './uploadPackChild.js';
 
@@ -23,7 +23,7 @@ export interface AdvertiseDeps extends UploadPackDeps {
   };
   readonly wal: { allRefs(index: RepoIndex): Promise<Map<string, RefValue>> };
   /** Answers upload-pack gave about immutable states, for the same questions again. */
-  readonly refAnswers: RefAnswers;
+  readonly refAnswers: StateAnswers;
   readonly logger: Logger;
   /** The `agent=` of advertisements narwal writes itself: the server's git, e.g. `git/2.39.5`. */
   readonly gitAgent: string;
@@ -74,7 +74,7 @@ export async function advertiseUploadPack(
     request.loaded && (!v2 || request.at !== undefined)
       ? await targetFor(deps.cache, request.loaded, request.at)
       : null;
-  const key = RefAnswers.key(v2 ? null : target, 'advertise', protocol);
+  const key = StateAnswers.key(v2 ? null : target, 'advertise', protocol);
   const known = deps.refAnswers.get(key);
   if (known) return known;
   // Advertising refs needs only the generation's refs, never its packs: a cold cache answers

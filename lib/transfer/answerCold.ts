@@ -54,7 +54,7 @@ export async function answerCold(
   if (prefix === null) {
     const generation = await deps.cache.leaseComplete(target);
     if (!options.fetch) return streamUploadPack(deps, generation, Readable.from([request]), git);
-    return answerOnGeneration(deps, generation, request, options.fetch, git);
+    return answerOnGeneration(deps, generation, target, request, options.fetch, git);
   }
   return answerWhilePreparing(
     {
@@ -66,7 +66,7 @@ export async function answerCold(
           return;
         }
         if (options.fetch) {
-          const shared = await answerOnGeneration(deps, generation, request, options.fetch, git);
+          const shared = await answerOnGeneration(deps, generation, target, request, options.fetch, git);
           const body = Buffer.isBuffer(shared) ? Readable.from([shared]) : shared;
           answer.body.once('close', () => body.destroy());
           await answer.relay(body);

@@ -8,6 +8,8 @@
  * - a complete generation, a v2 full clone whose client accepts packfile URIs: stored packs as
  *   URIs and the rest inline, when a stored pack qualifies (answerWithPackUris.ts);
  * - a complete generation, no pack cache: upload-pack streams the request (streamUploadPack.ts);
+ * - pack cache on, a small answer to an identical repeatable fetch of this state kept in memory:
+ *   that answer, before any look at the cache;
  * - a complete generation, pack cache on: the kept answer to an identical repeatable fetch (a
  *   full clone, or a shallow or filtered fetch with no haves), or upload-pack
  *   (answerWithPackCache.ts);
@@ -24,12 +26,12 @@ import { type ByteAccount, readAll } from '../util/readAll.js';
 import type { LoadedIndex } from '../wal/types.js';
 import { answerBundleUri } from './answerBundleUri.js';
 import { answerCold } from './answerCold.js';
-import { answerWithPackCache } from './answerWithPackCache.js';
+import { answerWithPackCache, packAnswerKey } from './answerWithPackCache.js';
 import { answerWithPackUris, type PackLink } from './answerWithPackUris.js';
-import type { ClonePacking } from './clonePack.js';
+import { type ClonePacking, cachedFetchOf } from './clonePack.js';
 import type { ClientMessage } from './errors.js';
 import { answerLsRefs } from './lsRefs.js';
-import type { RefAnswers } from './RefAnswers.js';
+import type { StateAnswers } from './StateAnswers.js';
 import { streamUploadPack } from './streamUploadPack.js';
 import { type StateTargets, targetFor } from './targetFor.js';
 import type { UploadPackDeps } from './uploadPackChild.js';
@@ -45,9 +47,11 @@ export interface FetchCache extends StateTargets {
 export interface FetchDeps extends UploadPackDeps {
   readonly cache: FetchCache;
   /** Answers upload-pack gave about immutable states, for the same questions again. */
-  readonly refAnswers: RefAnswers;
+  readonly refAnswers: StateAnswers;
   /** Repeatable fetches being packed by this node's upload-packs, for identical ones to wait on. */
   readonly clonePacking: Pick<ClonePacking, 'open'>;
+  /** Small answers to repeatable fetches, whole in memory (answerWithPackCache.ts). */
+  readonly packAnswers: StateAnswers;
   readonly logger: Logger;
   readonly clientMessage: ClientMessage;
 }
@@ -83,19 +87,24 @@ export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promi
   if (early !== null && command === 'ls-refs') return answerLsRefs(deps, target, early, { protocol, owner });
   if (command === 'bundle-uri' && request.bundleLink)
     return answerBundleUri(deps, target, request.bundleLink, owner);
+  const repeatable = early === null ? null : repeatableFetchOf(early, v2);
+  const packLink = request.packLink;
+  const withUris = repeatable?.full === true && repeatable.uriProtocols.length > 0 ? packLink : undefined;
+  if (repeatable !== null && withUris === undefined && deps.packObjectsHook !== null) {
+    // The same question about the same state: the answer kept whole needs no file and no lease.
+    const kept = deps.packAnswers.get(packAnswerKey(target, cachedFetchOf(repeatable)));
+    if (kept) return kept;
+  }
   const complete = await deps.cache.isComplete(target);
-  if (early !== null && complete && request.packLink) {
-    const fetch = repeatableFetchOf(early, v2);
-    if (fetch?.full && fetch.uriProtocols.length > 0) {
-      const answer = await answerWithPackUris(deps, target, fetch, request.packLink, owner).catch(
-        (error: unknown) => {
-          // The client still gets its clone: the whole pack, as without packfile URIs.
-          deps.logger.warn('packfile URIs failed', { repo: target.repo, error: serializeError(error) });
-          return null;
-        },
-      );
-      if (answer) return answer;
-    }
+  if (repeatable !== null && withUris !== undefined && complete) {
+    const answer = await answerWithPackUris(deps, target, repeatable, withUris, owner).catch(
+      (error: unknown) => {
+        // The client still gets its clone: the whole pack, as without packfile URIs.
+        deps.logger.warn('packfile URIs failed', { repo: target.repo, error: serializeError(error) });
+        return null;
+      },
+    );
+    if (answer) return answer;
   }
   if (complete && deps.packObjectsHook === null) {
     const generation = await deps.cache.leaseComplete(target);
@@ -103,7 +112,7 @@ export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promi
   }
   // The request is small: read it to learn what it needs.
   const bytes = early ?? (await readAll(body, memory));
-  const fetch = deps.packObjectsHook === null ? null : repeatableFetchOf(bytes, v2);
+  const fetch = deps.packObjectsHook === null ? null : (repeatable ?? repeatableFetchOf(bytes, v2));
   const env: Record<string, string> = fetch ? { NARWAL_CLONE_KEY: fetch.key } : {};
   if (complete) return answerWithPackCache(deps, target, bytes, fetch, { protocol, owner, env });
   return answerCold(deps, target, bytes, { protocol, owner, env, v2, requestId: request.requestId, fetch });

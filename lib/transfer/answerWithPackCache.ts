@@ -1,7 +1,15 @@
 import { Readable } from 'node:stream';
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
-import { type ClonePacking, cachedFetchOf, clonePackBody, keepLinesBeforePack } from './clonePack.js';
+import {
+  type CachedFetch,
+  type ClonePacking,
+  cachedFetchOf,
+  clonePackBody,
+  keepLinesBeforePack,
+  wholeClonePackAnswer,
+} from './clonePack.js';
+import { type AnsweredState, StateAnswers } from './StateAnswers.js';
 import { streamUploadPack } from './streamUploadPack.js';
 import type { UploadPackDeps, UploadPackOptions } from './uploadPackChild.js';
 
@@ -9,6 +17,17 @@ export interface PackCacheDeps extends UploadPackDeps {
   readonly cache: { leaseComplete(target: CacheTarget): Promise<Generation> };
   /** Repeatable fetches being packed by this node's upload-packs, for identical ones to wait on. */
   readonly clonePacking: Pick<ClonePacking, 'open'>;
+  /** Small kept answers, whole in memory: the next identical fetch reads no file. */
+  readonly packAnswers: StateAnswers;
+}
+
+/** The key of the whole answer to `fetch` about `state` (packAnswers): what names it and its framing. */
+export function packAnswerKey(state: AnsweredState, fetch: CachedFetch): string {
+  return StateAnswers.key(
+    state,
+    `pack ${fetch.key} ${fetch.linesSuffix ?? ''} ${fetch.sidebandData}`,
+    undefined,
+  );
 }
 
 /**
@@ -16,7 +35,10 @@ export interface PackCacheDeps extends UploadPackDeps {
  * clone, or a shallow or filtered fetch) whose answer upload-pack already gave for this
  * generation (or is giving, on this node) is answered from the kept files, without git; anything
  * else runs upload-pack, and the first answer to a repeatable fetch is kept for the next ones:
- * its pack by the hook (git/packCacheHook.ts), the lines before it here (clonePack.ts).
+ * its pack by the hook (git/packCacheHook.ts), the lines before it here (clonePack.ts). A kept
+ * answer of at most packAnswers' answer size is read whole once and kept in memory too, keyed by
+ * the state (which never changes) and what names and frames it: identical fetches of the state
+ * are then answered from memory, by answerFetch before it looks at the cache at all.
  */
 export async function answerWithPackCache(
   deps: PackCacheDeps,
@@ -25,21 +47,37 @@ export async function answerWithPackCache(
   fetch: RepeatableFetch | null,
   options: UploadPackOptions,
 ): Promise<Readable | Buffer> {
-  return answerOnGeneration(deps, await deps.cache.leaseComplete(target), request, fetch, options);
+  return answerOnGeneration(deps, await deps.cache.leaseComplete(target), target, request, fetch, options);
 }
 
-/** The same on a complete generation already leased, whose lease it takes over. */
+/** The same on a complete generation already leased (of `state`), whose lease it takes over. */
 export async function answerOnGeneration(
-  deps: UploadPackDeps & Pick<PackCacheDeps, 'clonePacking'>,
+  deps: UploadPackDeps & Pick<PackCacheDeps, 'clonePacking' | 'packAnswers'>,
   generation: Generation,
+  state: AnsweredState,
   request: Buffer,
   fetch: RepeatableFetch | null,
   options: UploadPackOptions,
 ): Promise<Readable | Buffer> {
   const shape = fetch ? cachedFetchOf(fetch) : null;
+  const inMemory = shape ? deps.packAnswers.get(packAnswerKey(state, shape)) : undefined;
+  if (inMemory) {
+    await generation.release();
+    return inMemory;
+  }
   const cached = shape ? await deps.clonePacking.open(generation.dir, shape) : { pack: null };
-  if (shape && cached.pack)
-    return clonePackBody(shape, cached.pack, () => void generation.release(), cached.lines);
+  if (shape && cached.pack) {
+    if (cached.size === undefined || !deps.packAnswers.accepts(cached.size))
+      return clonePackBody(shape, cached.pack, () => void generation.release(), cached.lines);
+    try {
+      const whole = await wholeClonePackAnswer(shape, cached.pack, cached.size, cached.lines);
+      deps.packAnswers.set(packAnswerKey(state, shape), whole);
+      return whole;
+    } finally {
+      await cached.pack.close();
+      await generation.release();
+    }
+  }
   // Identical fetches wait until git is done and the lines before its pack are kept.
   let settleKept = () => {};
   const kept = new Promise<void>((resolve) => {

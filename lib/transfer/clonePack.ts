@@ -71,7 +71,7 @@ export const SHALLOW_SUFFIX = '.shallow';
 export async function openCachedAnswer(
   dir: string,
   fetch: CachedFetch,
-): Promise<{ readonly pack: FileHandle; readonly lines: Buffer } | null> {
+): Promise<{ readonly pack: FileHandle; readonly size: number; readonly lines: Buffer } | null> {
   let lines: Buffer = Buffer.alloc(0);
   if (fetch.linesSuffix !== null) {
     // Kept before the pack is named (keepLinesBeforePack), so a pack without them is one whose
@@ -83,7 +83,7 @@ export async function openCachedAnswer(
     lines = read;
   }
   const pack = await openClonePack(dir, fetch);
-  return pack ? { pack, lines } : null;
+  return pack ? { pack: pack.handle, size: pack.size, lines } : null;
 }
 
 /**
@@ -136,11 +136,11 @@ async function keepLines(dir: string, fetch: CachedFetch & { readonly linesSuffi
   }
 }
 
-/** The cached pack of `clone` in the generation at `dir`, open for reading; null if none. */
+/** The cached pack of `clone` in the generation at `dir`, open for reading, and its size; null if none. */
 export async function openClonePack(
   dir: string,
   clone: Pick<CachedFetch, 'key'>,
-): Promise<FileHandle | null> {
+): Promise<{ readonly handle: FileHandle; readonly size: number } | null> {
   let handle: FileHandle;
   try {
     handle = await open(join(dir, PACK_CACHE_DIR, `${clone.key}${CLONE_SUFFIX}`), constants.O_RDONLY);
@@ -151,9 +151,44 @@ export async function openClonePack(
     (s) => s.size,
     () => 0,
   );
-  if (size >= MIN_PACK_BYTES) return handle;
+  if (size >= MIN_PACK_BYTES) return { handle, size };
   await handle.close();
   return null;
+}
+
+/**
+ * The same answer as clonePackBody's, whole in one buffer, for an answer small enough to be kept
+ * in memory (StateAnswers.ts). Reads `size` bytes of `pack` and throws if there are fewer (a
+ * kept pack is written whole and never changes, so fewer means the file is not the one named).
+ * The caller closes `pack`.
+ */
+export async function wholeClonePackAnswer(
+  clone: Pick<CachedFetch, 'preamble' | 'sidebandData'>,
+  pack: FileHandle,
+  size: number,
+  lines: Buffer = Buffer.alloc(0),
+): Promise<Buffer> {
+  const data = Buffer.allocUnsafe(size);
+  for (let got = 0; got < size; ) {
+    const { bytesRead } = await pack.read(data, got, size - got, got);
+    if (bytesRead === 0) throw new Error(`the cached pack ended at ${got} of its ${size} bytes`);
+    got += bytesRead;
+  }
+  const preamble = encodePktLine(clone.preamble);
+  const packets = Math.ceil(size / clone.sidebandData);
+  const answer = Buffer.allocUnsafe(
+    lines.length + preamble.length + packets * HEADER + size + FLUSH_PKT.length,
+  );
+  let end = lines.copy(answer, 0);
+  end += preamble.copy(answer, end);
+  for (let from = 0; from < size; from += clone.sidebandData) {
+    const part = data.subarray(from, Math.min(size, from + clone.sidebandData));
+    answer.write((HEADER + part.length).toString(16).padStart(4, '0'), end, 'latin1');
+    answer[end + 4] = 1;
+    end += HEADER + part.copy(answer, end + HEADER);
+  }
+  FLUSH_PKT.copy(answer, end);
+  return answer;
 }
 
 /**
@@ -245,6 +280,7 @@ export class ClonePacking {
     fetch: CachedFetch,
   ): Promise<{
     readonly pack: FileHandle | null;
+    readonly size?: number;
     readonly lines?: Buffer;
     readonly packing?: (exit: Promise<unknown>) => void;
   }> {

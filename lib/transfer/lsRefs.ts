@@ -1,12 +1,12 @@
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { lsRefsAnswer } from '../protocol/lsRefsAnswer.js';
 import { checkedRefs } from './checkedRefs.js';
-import { RefAnswers } from './RefAnswers.js';
+import { StateAnswers } from './StateAnswers.js';
 import { spawnUploadPack, type UploadPackDeps } from './uploadPackChild.js';
 
 export interface LsRefsDeps extends UploadPackDeps {
   readonly cache: { leaseRefs(target: CacheTarget): Promise<Generation> };
-  readonly refAnswers: RefAnswers;
+  readonly refAnswers: StateAnswers;
 }
 
 /**
@@ -20,7 +20,7 @@ export async function answerLsRefs(
   request: Buffer,
   options: { readonly protocol: string | undefined; readonly owner: string },
 ): Promise<Buffer> {
-  const key = RefAnswers.key(target, 'ls-refs', options.protocol, request);
+  const key = StateAnswers.key(target, 'ls-refs', options.protocol, request);
   const known = deps.refAnswers.get(key);
   if (known !== undefined) return known;
   // Written from the state's refs, as git would write them from the generation (no process, no

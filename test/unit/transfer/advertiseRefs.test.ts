@@ -10,7 +10,7 @@ import {
   advertiseReceivePack,
   advertiseUploadPack,
 } from '../../../lib/transfer/advertiseRefs.js';
-import { RefAnswers } from '../../../lib/transfer/RefAnswers.js';
+import { StateAnswers } from '../../../lib/transfer/StateAnswers.js';
 import { FakeCache, type Fixture, fixture, gitWith, loadedIndex } from './fakeCache.js';
 
 let f: Fixture;
@@ -28,7 +28,7 @@ function deps(
     ensureHooks: async () => {},
     cache: Object.assign(cache, { emptyRepo: async () => f.bare }),
     wal: { allRefs: async () => options.refs ?? new Map() },
-    refAnswers: new RefAnswers({ maxBytes: 1 << 20 }),
+    refAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
     logger: silentLogger,
     gitAgent: 'git/2.39.5',
   };

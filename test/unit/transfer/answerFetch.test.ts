@@ -20,7 +20,7 @@ import { answerWithPackCache } from '../../../lib/transfer/answerWithPackCache.j
 import { ClonePacking } from '../../../lib/transfer/clonePack.js';
 import { CacheChanged, GitRefused } from '../../../lib/transfer/errors.js';
 import { answerLsRefs } from '../../../lib/transfer/lsRefs.js';
-import { RefAnswers } from '../../../lib/transfer/RefAnswers.js';
+import { StateAnswers } from '../../../lib/transfer/StateAnswers.js';
 import { streamUploadPack } from '../../../lib/transfer/streamUploadPack.js';
 import { Busy } from '../../../lib/util/Busy.js';
 import {
@@ -116,7 +116,10 @@ async function objectsIn(pack: Buffer): Promise<string[]> {
 
 const noHooks = { packObjectsHook: null, ensureHooks: async () => {} };
 /** Identical repeatable fetches of this node, for those that wait on one another. */
-const packing = { clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 5_000 }) };
+const packing = {
+  clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 5_000 }),
+  packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
+};
 const as = { protocol: undefined, owner: 'token:t' };
 
 let f: Fixture;
@@ -129,7 +132,7 @@ describe('answerLsRefs', () => {
 
   it('writes the answer from the state’s refs, with no git and no lease, then answers from memory', async () => {
     const cache = new FakeCache(f.bare, { complete: false, refs: refsOf(f) });
-    const refAnswers = new RefAnswers({ maxBytes: 1 << 20 });
+    const refAnswers = new StateAnswers({ maxBytes: 1 << 20 });
     const target = cache.target(loadedIndex());
     const noGit = { ...noHooks, git: gitWith(f.home, 0), cache, refAnswers };
     const first = await answerLsRefs(noGit, target, v2LsRefs, { protocol: 'version=2', owner: 't' });
@@ -141,7 +144,7 @@ describe('answerLsRefs', () => {
 
   it('asks git on the generation, once, what it does not write itself', async () => {
     const cache = new FakeCache(f.bare, { complete: false, refs: refsOf(f) });
-    const refAnswers = new RefAnswers({ maxBytes: 1 << 20 });
+    const refAnswers = new StateAnswers({ maxBytes: 1 << 20 });
     const target = cache.target(loadedIndex());
     const first = await answerLsRefs(
       { ...noHooks, git: gitWith(f.home), cache, refAnswers },
@@ -166,7 +169,7 @@ describe('answerLsRefs', () => {
     const dir = await copyOf(f);
     await rm(join(dir, 'packed-refs'));
     const cache = new FakeCache(dir, { complete: false });
-    const refAnswers = new RefAnswers({ maxBytes: 1 << 20 });
+    const refAnswers = new StateAnswers({ maxBytes: 1 << 20 });
     await expect(
       answerLsRefs(
         { ...noHooks, git: gitWith(f.home), cache, refAnswers },
@@ -230,13 +233,15 @@ describe('answerWithPackCache', () => {
     const withHook = { packObjectsHook: hook, ensureHooks: () => ensurePackCacheHook(hook) };
     const cache = new FakeCache(dir, { complete: true });
     const clonePacking = new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 });
+    // Nothing kept in memory: the second answer is read from the kept file.
+    const packAnswers = new StateAnswers({ maxBytes: 1 << 20, maxAnswerBytes: 0 });
     const bytes = v0Clone(f.main);
     const clone = repeatableFetchOf(bytes, false);
     const env = { NARWAL_CLONE_KEY: clone?.key ?? '' };
     const target = cache.target(loadedIndex());
     const first = await read(
       await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home), cache, clonePacking },
+        { ...withHook, git: gitWith(f.home), cache, clonePacking, packAnswers },
         target,
         bytes,
         clone,
@@ -249,7 +254,7 @@ describe('answerWithPackCache', () => {
     await expect.poll(() => cache.held).toBe(0);
     const second = await read(
       await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking },
+        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking, packAnswers },
         target,
         bytes,
         clone,
@@ -310,6 +315,7 @@ describe('answerWithPackCache, a shallow fetch', () => {
       const withHook = { packObjectsHook: hook, ensureHooks: () => ensurePackCacheHook(hook) };
       const cache = new FakeCache(dir, { complete: true });
       const clonePacking = new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 });
+      const packAnswers = new StateAnswers({ maxBytes: 1 << 20 });
       const bytes = body(f.main);
       const fetch = repeatableFetchOf(bytes, version === 'v2');
       expect(fetch?.full).toBe(false);
@@ -320,7 +326,7 @@ describe('answerWithPackCache, a shallow fetch', () => {
       };
       const target = cache.target(loadedIndex());
       const first = await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home), cache, clonePacking },
+        { ...withHook, git: gitWith(f.home), cache, clonePacking, packAnswers },
         target,
         bytes,
         fetch,
@@ -331,18 +337,114 @@ describe('answerWithPackCache, a shallow fetch', () => {
       await expect.poll(() => cache.held).toBe(0);
       // No git slots: any git process would be refused.
       const second = await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking },
+        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking, packAnswers },
         target,
         bytes,
         fetch,
         options,
       );
-      const secondBytes = Buffer.concat(await (second as Readable).toArray());
+      // Small: read whole from the kept files once, and kept in memory.
+      expect(Buffer.isBuffer(second)).toBe(true);
+      const secondBytes = second as Buffer;
       expect(await beforePack(secondBytes)).toBe(expected(f.main));
       expect((await read(secondBytes)).pack).toEqual((await read(firstBytes)).pack);
       await expect.poll(() => cache.held).toBe(0);
+      expect(packAnswers.size).toBe(1);
+      // Another state asking the same question is answered on its own generation (the fake's is
+      // the same directory, with the same kept files), and kept under a key of its own.
+      const other = await answerWithPackCache(
+        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking, packAnswers },
+        cache.target(loadedIndex(8)),
+        bytes,
+        fetch,
+        options,
+      );
+      expect(other).not.toBe(second);
+      expect(packAnswers.size).toBe(2);
+      // The third identical fetch is answered from memory, even with the generation gone.
+      await rm(dir, { recursive: true, force: true });
+      const third = await answerWithPackCache(
+        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking, packAnswers },
+        target,
+        bytes,
+        fetch,
+        options,
+      );
+      expect(third).toBe(second);
+      await expect.poll(() => cache.held).toBe(0);
     });
   }
+});
+
+describe('answerFetch, a CI checkout storm', () => {
+  /** actions/checkout's request (protocol v2, `--depth=1`, no progress). */
+  const checkout = (oid: string) =>
+    request(
+      pkt('command=fetch\n'),
+      pkt('agent=git/2.39.5\n'),
+      '0001',
+      pkt('thin-pack\n'),
+      pkt('no-progress\n'),
+      pkt('ofs-delta\n'),
+      pkt('deepen 1\n'),
+      pkt(`want ${oid}\n`),
+      pkt('done\n'),
+      '0000',
+    );
+
+  it('answers the same question about the same state from memory, without looking at the cache', async () => {
+    const dir = await copyOf(f);
+    const hook = await installPackCacheHook(await mkdtemp(join(tmpdir(), 'narwal-hooks-')));
+    const cache = new FakeCache(dir, { complete: true });
+    let looked = 0;
+    const counted: FetchDeps['cache'] = {
+      target: (loaded) => cache.target(loaded),
+      targetAt: (loaded, seq) => cache.targetAt(loaded, seq),
+      isComplete: () => {
+        looked++;
+        return cache.isComplete();
+      },
+      leaseRefs: () => cache.leaseRefs(),
+      leaseComplete: (target, progress) => cache.leaseComplete(target, progress),
+    };
+    const deps: FetchDeps = {
+      packObjectsHook: hook,
+      ensureHooks: () => ensurePackCacheHook(hook),
+      git: gitWith(f.home),
+      cache: counted,
+      refAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
+      clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 }),
+      packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
+      logger: silentLogger,
+      clientMessage: () => undefined,
+    };
+    const job = async (git = deps.git, loaded = loadedIndex()) => {
+      const answer = await answerFetch(
+        { ...deps, git },
+        {
+          loaded,
+          body: Readable.from([checkout(f.main)]),
+          protocol: 'version=2',
+          owner: 't',
+          memory: { add: () => {} },
+          requestId: 'r',
+        },
+      );
+      return Buffer.isBuffer(answer) ? answer : Buffer.concat(await answer.toArray());
+    };
+    const first = await job();
+    await expect.poll(() => cache.held).toBe(0);
+    const second = await job(gitWith(f.home, 0));
+    expect(looked).toBe(2);
+    expect((await read(second)).pack).toEqual((await read(first)).pack);
+    await expect.poll(() => cache.held).toBe(0);
+    for (let i = 0; i < 5; i++) expect((await job(gitWith(f.home, 0))).equals(second)).toBe(true);
+    expect(looked).toBe(2);
+    expect(cache.leased).toBe(2);
+    // The next state (a push moved the repository on) is not answered with the old state's bytes.
+    await job(gitWith(f.home), loadedIndex(3));
+    expect(looked).toBe(3);
+  });
 });
 
 describe('answerCold', () => {
@@ -377,6 +479,7 @@ describe('answerCold', () => {
       logger: silentLogger,
       clientMessage: () => undefined,
       clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 5_000 }),
+      packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
     };
     // `git clone` in protocol v2: every ref wanted, no haves, done; its answer starts with `packfile`.
     const clone = request(
@@ -504,8 +607,9 @@ describe('answerFetch', () => {
     ...noHooks,
     git: gitWith(f.home, slots),
     cache,
-    refAnswers: new RefAnswers({ maxBytes: 1 << 20 }),
+    refAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
     clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 1000 }),
+    packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
     logger: silentLogger,
     clientMessage: () => undefined,
   });

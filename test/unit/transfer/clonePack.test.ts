@@ -7,7 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../../../lib/git/packCacheHook.js';
 import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
 import type { CachedFetch } from '../../../lib/transfer/clonePack.js';
-import { ClonePacking, clonePackBody, openClonePack } from '../../../lib/transfer/clonePack.js';
+import {
+  ClonePacking,
+  clonePackBody,
+  openClonePack,
+  wholeClonePackAnswer,
+} from '../../../lib/transfer/clonePack.js';
 
 const KEY = 'ab'.repeat(32);
 
@@ -27,7 +32,7 @@ async function answer(
   if (!pack) throw new Error('not opened');
   let done = 0;
   const released = new Promise<void>((resolve) => {
-    const body = clonePackBody(clone, pack, () => {
+    const body = clonePackBody(clone, pack.handle, () => {
       done++;
       resolve();
     });
@@ -83,7 +88,7 @@ describe('cached clone packs', () => {
     const content = Buffer.concat([Buffer.from('PACK'), randomBytes(2_000_000)]);
     const pack = await openClonePack(await generationWith(content), clone);
     if (!pack) throw new Error('not opened');
-    const body = clonePackBody(clone, pack, () => {});
+    const body = clonePackBody(clone, pack.handle, () => {});
     const reader = new PktLineReader();
     const memory = new Set<ArrayBufferLike>();
     for await (const chunk of body) {
@@ -106,7 +111,7 @@ describe('cached clone packs', () => {
     for (let i = 0; i < 20; i++) {
       const pack = await openClonePack(generation, clone);
       if (!pack) throw new Error('not opened');
-      const body = clonePackBody(clone, pack, () => {});
+      const body = clonePackBody(clone, pack.handle, () => {});
       const data: Buffer[] = [];
       for await (const chunk of body) {
         if ((chunk as Buffer).length > 1000) memory.add((chunk as Buffer).buffer);
@@ -116,6 +121,40 @@ describe('cached clone packs', () => {
       expect(Buffer.concat(data).length).toBeGreaterThan(content.length);
     }
     expect(memory.size).toBe(1);
+  });
+
+  const shapes: [string, Pick<CachedFetch, 'key' | 'preamble' | 'sidebandData'>, number][] = [
+    ['side-band-64k', { key: KEY, preamble: 'packfile\n', sidebandData: 65515 }, 300_000],
+    ['side-band', { key: KEY, preamble: 'NAK\n', sidebandData: 995 }, 300_000],
+    ['side-band, a pack of whole packets', { key: KEY, preamble: 'NAK\n', sidebandData: 995 }, 995 * 40],
+  ];
+  for (const [name, clone, bytes] of shapes) {
+    it(`puts the same bytes in one buffer as it streams (${name})`, async () => {
+      const content = Buffer.concat([Buffer.from('PACK'), randomBytes(bytes - 4)]);
+      const lines = Buffer.from('0010shallow-info\n0000');
+      const generation = await generationWith(content);
+      const streamed = await openClonePack(generation, clone);
+      const whole = await openClonePack(generation, clone);
+      if (!streamed || !whole) throw new Error('not opened');
+      expect(whole.size).toBe(content.length);
+      const parts: Buffer[] = [];
+      for await (const chunk of clonePackBody(clone, streamed.handle, () => {}, lines))
+        parts.push(Buffer.from(chunk as Buffer));
+      const answer = await wholeClonePackAnswer(clone, whole.handle, whole.size, lines);
+      await whole.handle.close();
+      expect(answer.equals(Buffer.concat(parts))).toBe(true);
+    });
+  }
+
+  it('refuses to make a whole answer of a pack shorter than its size', async () => {
+    const clone = { key: KEY, preamble: 'packfile\n', sidebandData: 65515 };
+    const content = Buffer.concat([Buffer.from('PACK'), randomBytes(1_000)]);
+    const pack = await openClonePack(await generationWith(content), clone);
+    if (!pack) throw new Error('not opened');
+    await expect(wholeClonePackAnswer(clone, pack.handle, pack.size + 10)).rejects.toThrow(
+      /ended at 1004 of its 1014/,
+    );
+    await pack.handle.close();
   });
 
   it('opens nothing when there is no cached pack or it is too short to be one', async () => {
@@ -143,7 +182,7 @@ describe('cached clone packs', () => {
     let done = 0;
     let body: Readable | undefined;
     await new Promise<void>((resolve) => {
-      body = clonePackBody(clone, pack, () => {
+      body = clonePackBody(clone, pack.handle, () => {
         done++;
         resolve();
       });

@@ -1,10 +1,12 @@
 /**
- * What upload-pack answered about a repository state, kept in memory: a ref advertisement
- * (v0/v1), an `ls-refs` answer (v2; most written by narwal as git would, protocol/lsRefsAnswer.ts)
- * or the v2 capability advertisement. A generation is built
- * for exactly one state and never changes, so the same question about it always gets the same
- * answer; a clone storm then starts one git process for its refs, not one per clone (starting a
- * process costs the node's main thread about as much as sending the clone's whole pack).
+ * What upload-pack answered about a repository state, kept in memory. A generation is built for
+ * exactly one state and never changes, so the same question about it always gets an equivalent
+ * answer. Two kinds are kept, each in an instance of its own: about refs, a ref advertisement
+ * (v0/v1), an `ls-refs` answer (v2; most written by narwal as git would,
+ * protocol/lsRefsAnswer.ts) or the v2 capability advertisement, so a clone storm starts one git
+ * process for its refs, not one per clone (starting a process costs the node's main thread about
+ * as much as sending the clone's whole pack); and small whole answers to repeatable fetches
+ * (clonePack.ts), so a storm of CI checkouts of one state reads no file and takes no lease per job.
  *
  * Only answers that were checked whole are kept (see checkedRefs.ts). Bounded by
  * total bytes, least recently used first out.
@@ -19,7 +21,7 @@ export interface AnsweredState {
   readonly name: string;
 }
 
-export class RefAnswers {
+export class StateAnswers {
   readonly #maxBytes: number;
   readonly #maxAnswerBytes: number;
   readonly #answers = new Map<string, Buffer>();
@@ -37,6 +39,11 @@ export class RefAnswers {
     hash.update(`\0${question}\0${protocol ?? ''}\0`);
     if (request) hash.update(request);
     return hash.digest('hex');
+  }
+
+  /** Whether an answer of `bytes` would be kept. */
+  accepts(bytes: number): boolean {
+    return bytes <= this.#maxAnswerBytes;
   }
 
   get(key: string): Buffer | undefined {

@@ -1,27 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { RefAnswers } from '../../../lib/transfer/RefAnswers.js';
+import { StateAnswers } from '../../../lib/transfer/StateAnswers.js';
 
 const state = (name: string, created = '2026-01-01T00:00:00.000Z') => ({ repo: 'team/app', created, name });
 const bytes = (n: number, fill = 'a') => Buffer.alloc(n, fill);
 
-describe('RefAnswers', () => {
+describe('StateAnswers', () => {
   it('keys each question by state, incarnation, protocol and request', () => {
-    const key = RefAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('peel'));
+    const key = StateAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('peel'));
     const others = [
-      RefAnswers.key(state('g2'), 'ls-refs', 'version=2', Buffer.from('peel')),
-      RefAnswers.key(state('g1', '2026-02-01T00:00:00.000Z'), 'ls-refs', 'version=2', Buffer.from('peel')),
-      RefAnswers.key({ ...state('g1'), repo: 'team/other' }, 'ls-refs', 'version=2', Buffer.from('peel')),
-      RefAnswers.key(state('g1'), 'advertise', 'version=2', Buffer.from('peel')),
-      RefAnswers.key(state('g1'), 'ls-refs', undefined, Buffer.from('peel')),
-      RefAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('symrefs')),
-      RefAnswers.key(null, 'ls-refs', 'version=2', Buffer.from('peel')),
+      StateAnswers.key(state('g2'), 'ls-refs', 'version=2', Buffer.from('peel')),
+      StateAnswers.key(state('g1', '2026-02-01T00:00:00.000Z'), 'ls-refs', 'version=2', Buffer.from('peel')),
+      StateAnswers.key({ ...state('g1'), repo: 'team/other' }, 'ls-refs', 'version=2', Buffer.from('peel')),
+      StateAnswers.key(state('g1'), 'advertise', 'version=2', Buffer.from('peel')),
+      StateAnswers.key(state('g1'), 'ls-refs', undefined, Buffer.from('peel')),
+      StateAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('symrefs')),
+      StateAnswers.key(null, 'ls-refs', 'version=2', Buffer.from('peel')),
     ];
     expect(new Set([key, ...others]).size).toBe(others.length + 1);
-    expect(RefAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('peel'))).toBe(key);
+    expect(StateAnswers.key(state('g1'), 'ls-refs', 'version=2', Buffer.from('peel'))).toBe(key);
   });
 
   it('keeps answers within its byte bound, dropping the least recently used first', () => {
-    const answers = new RefAnswers({ maxBytes: 300, maxAnswerBytes: 200 });
+    const answers = new StateAnswers({ maxBytes: 300, maxAnswerBytes: 200 });
     answers.set('a', bytes(100, 'a'));
     answers.set('b', bytes(100, 'b'));
     answers.set('c', bytes(100, 'c'));
