@@ -99,12 +99,13 @@ export interface App {
  */
 const REF_ANSWER_BYTES = 32 * 1024 ** 2;
 /**
- * Memory for whole answers to repeatable fetches (a CI job's `--depth=1` checkout, say) of states
- * in use, each at most PACK_ANSWER_MAX_BYTES (well inside a buffered Lambda response): a storm
- * of identical jobs is then answered with no file read and no lease per job.
+ * Memory for whole answers to repeatable fetches of states in use (a CI job's `--depth=1` or
+ * `--filter=blob:none` checkout, say), each at most PACK_ANSWER_MAX_BYTES: a storm of identical
+ * jobs is then answered with no file read and no lease per job. Larger answers stream from their
+ * kept files.
  */
 const PACK_ANSWER_BYTES = 32 * 1024 ** 2;
-const PACK_ANSWER_MAX_BYTES = 1024 ** 2;
+const PACK_ANSWER_MAX_BYTES = 4 * 1024 ** 2;
 /** How long a full clone waits for this node's identical one to finish packing before packing itself. */
 const CLONE_PACK_WAIT_MS = 30_000;
 

@@ -25,6 +25,8 @@ export class StateAnswers {
   readonly #maxBytes: number;
   readonly #maxAnswerBytes: number;
   readonly #answers = new Map<string, Buffer>();
+  /** Answers being made, by key, for the callers arriving meanwhile (made). */
+  readonly #making = new Map<string, Promise<Buffer>>();
   #bytes = 0;
 
   constructor(options: { maxBytes: number; maxAnswerBytes?: number }) {
@@ -52,6 +54,30 @@ export class StateAnswers {
     this.#answers.delete(key);
     this.#answers.set(key, answer);
     return answer;
+  }
+
+  /**
+   * The answer kept under `key`, or the one `make` gives, then kept: one `make` per key at a time,
+   * its result shared by every caller that arrives while it runs (and its failure too).
+   */
+  made(key: string, make: () => Promise<Buffer>): Promise<Buffer> {
+    const kept = this.get(key);
+    if (kept !== undefined) return Promise.resolve(kept);
+    const running = this.#making.get(key);
+    if (running !== undefined) return running;
+    const making = make().then(
+      (answer) => {
+        this.#making.delete(key);
+        this.set(key, answer);
+        return answer;
+      },
+      (error: unknown) => {
+        this.#making.delete(key);
+        throw error;
+      },
+    );
+    this.#making.set(key, making);
+    return making;
   }
 
   set(key: string, answer: Buffer): void {

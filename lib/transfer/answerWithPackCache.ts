@@ -67,16 +67,19 @@ export async function answerOnGeneration(
   }
   const cached = shape ? await deps.clonePacking.open(generation.dir, shape) : { pack: null };
   if (shape && cached.pack) {
-    if (cached.size === undefined || !deps.packAnswers.accepts(cached.size))
-      return clonePackBody(shape, cached.pack, () => void generation.release(), cached.lines);
-    try {
-      const whole = await wholeClonePackAnswer(shape, cached.pack, cached.size, cached.lines);
-      deps.packAnswers.set(packAnswerKey(state, shape), whole);
-      return whole;
-    } finally {
-      await cached.pack.close();
-      await generation.release();
+    const { pack, size, lines } = cached;
+    if (size !== undefined && deps.packAnswers.accepts(size)) {
+      // Identical fetches that waited for the same pack read it once between them.
+      const whole = await deps.packAnswers
+        .made(packAnswerKey(state, shape), () => wholeClonePackAnswer(shape, pack, size, lines))
+        .catch(() => null);
+      if (whole) {
+        await pack.close();
+        await generation.release();
+        return whole;
+      }
     }
+    return clonePackBody(shape, pack, () => void generation.release(), lines);
   }
   // Identical fetches wait until git is done and the lines before its pack are kept.
   let settleKept = () => {};

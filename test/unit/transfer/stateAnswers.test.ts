@@ -41,4 +41,42 @@ describe('StateAnswers', () => {
     expect(answers.size).toBe(4);
     expect(answers.get('a')?.toString()).toBe('x'.repeat(50));
   });
+
+  it('makes an answer once for the callers that ask while it is made, and keeps it', async () => {
+    const answers = new StateAnswers({ maxBytes: 1000, maxAnswerBytes: 500 });
+    let made = 0;
+    let finish = (_answer: Buffer) => {};
+    const make = () => {
+      made++;
+      return new Promise<Buffer>((resolve) => {
+        finish = resolve;
+      });
+    };
+    const waiting = [answers.made('k', make), answers.made('k', make), answers.made('k', make)];
+    finish(bytes(10, 'k'));
+    const got = await Promise.all(waiting);
+    expect(made).toBe(1);
+    expect(got.every((answer) => answer === got[0])).toBe(true);
+    expect(await answers.made('k', make)).toBe(got[0]);
+    expect(made).toBe(1);
+  });
+
+  it('shares a failure with the callers that waited, and makes the answer again for the next', async () => {
+    const answers = new StateAnswers({ maxBytes: 1000, maxAnswerBytes: 500 });
+    let made = 0;
+    let fail = (_error: Error) => {};
+    const failing = () => {
+      made++;
+      return new Promise<Buffer>((_resolve, reject) => {
+        fail = reject;
+      });
+    };
+    const waiting = [answers.made('k', failing), answers.made('k', failing)];
+    fail(new Error('read failed'));
+    for (const one of waiting) await expect(one).rejects.toThrow('read failed');
+    expect(made).toBe(1);
+    expect(answers.size).toBe(0);
+    expect((await answers.made('k', async () => bytes(5, 'n'))).toString()).toBe('nnnnn');
+    expect(answers.size).toBe(1);
+  });
 });
