@@ -23,11 +23,10 @@ export interface PackCacheDeps extends UploadPackDeps {
 
 /** The key of the whole answer to `fetch` about `state` (packAnswers): what names it and its framing. */
 export function packAnswerKey(state: AnsweredState, fetch: CachedFetch): string {
-  return StateAnswers.key(
-    state,
-    `pack ${fetch.key} ${fetch.linesSuffix ?? ''} ${fetch.sidebandData}`,
-    undefined,
-  );
+  // The kept files are named by what the pack holds (a full clone's by its key alone); an answer
+  // in memory is framed too, so its key holds what frames it: the protocol, the sideband size.
+  const frame = `${fetch.version} ${fetch.preamble.trim()} ${fetch.sidebandData}`;
+  return StateAnswers.key(state, `pack ${fetch.key} ${fetch.linesSuffix ?? '-'} ${frame}`, undefined);
 }
 
 /**

@@ -7,10 +7,11 @@
  * fetches meeting a new generation costs one pack. Which git processes ran is read from git's own
  * trace2 events (NARWAL_TRACE_DIR).
  */
-import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACK_CACHE_DIR } from '../../lib/git/packCacheHook.js';
 import { gitOk, makeHome } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 
@@ -58,6 +59,15 @@ async function freshRepo(): Promise<string> {
   await gitOk(['init', '-q', dir], { home });
   await gitOk(['remote', 'add', 'origin', url], { cwd: dir, home });
   return dir;
+}
+
+/** Removes every generation's kept answers (the pack cache hook's files) from the server's cache. */
+async function removeKeptPacks(): Promise<void> {
+  const dirs = (await readdir(server.dataDir, { recursive: true, withFileTypes: true })).filter(
+    (entry) => entry.isDirectory() && entry.name === PACK_CACHE_DIR,
+  );
+  expect(dirs.length).toBeGreaterThan(0);
+  for (const dir of dirs) await rm(join(dir.parentPath, dir.name), { recursive: true, force: true });
 }
 
 /** What a fetch left in a client repository: refs, shallow boundary, objects; fsck must pass. */
@@ -130,7 +140,7 @@ describe('repeatable fetches from the kept answer', () => {
       async () => ['-c', 'protocol.version=2', 'clone', '--quiet', '--depth=2', url, '.'],
     ],
   ] as const) {
-    it(`gives the same repository as git's own answer, without git the second time (${name})`, async () => {
+    it(`gives the same repository as git's own answer, without git the second and third time (${name})`, async () => {
       const v0 = name.includes('v0');
       const before = await packings();
       const first = await freshRepo();
@@ -149,8 +159,19 @@ describe('repeatable fetches from the kept answer', () => {
       // git answers without packing; in v2 the whole fetch is one request.
       if (!v0) expect(await fetchUploadPacks(), 'no upload-pack for the second').toBe(uploadPacks);
 
+      // The third is answered from the answer kept in memory (StateAnswers.ts), with the kept
+      // files gone: the same again, and still without git.
+      await removeKeptPacks();
+      const third = name.includes('clone')
+        ? await mkdtemp(join(tmpdir(), 'narwal-ci-clone-'))
+        : await freshRepo();
+      await gitOk(await args(), { cwd: third, home });
+      expect(await packings(), 'no pack-objects for the third').toBe(before + 1);
+      if (!v0) expect(await fetchUploadPacks(), 'no upload-pack for the third').toBe(uploadPacks);
+
       const expected = await stateOf(firstDir);
       expect(await stateOf(second)).toEqual(expected);
+      expect(await stateOf(third)).toEqual(expected);
       if (!name.includes('filter')) expect(expected.shallow).not.toBeNull();
       else expect(expected.objects).not.toContain(' blob ');
     });

@@ -16,7 +16,7 @@ import { type PktLine, PktLineReader } from '../../../lib/protocol/pktLine.js';
 import { repeatableFetchOf } from '../../../lib/protocol/repeatableFetch.js';
 import { answerCold } from '../../../lib/transfer/answerCold.js';
 import { answerFetch, type FetchDeps } from '../../../lib/transfer/answerFetch.js';
-import { answerWithPackCache } from '../../../lib/transfer/answerWithPackCache.js';
+import { answerWithPackCache, packAnswerKey } from '../../../lib/transfer/answerWithPackCache.js';
 import { ClonePacking } from '../../../lib/transfer/clonePack.js';
 import { CacheChanged, GitRefused } from '../../../lib/transfer/errors.js';
 import { answerLsRefs } from '../../../lib/transfer/lsRefs.js';
@@ -391,6 +391,27 @@ describe('answerFetch, a CI checkout storm', () => {
       pkt('done\n'),
       '0000',
     );
+
+  it('keys an answer kept in memory by its framing as well as by the pack it holds', () => {
+    const state = { repo: 'team/app', created: '2026-12-04T00:00:00.000Z', name: 'g2' };
+    const shape = (version: 'v0' | 'v2', sidebandData: number, linesSuffix: string | null) => ({
+      key: 'k'.repeat(64),
+      version,
+      preamble: version === 'v2' ? 'packfile\n' : 'NAK\n',
+      sidebandData,
+      linesSuffix,
+    });
+    const keys = [
+      packAnswerKey(state, shape('v2', 65515, null)),
+      packAnswerKey(state, shape('v0', 65515, null)),
+      packAnswerKey(state, shape('v0', 995, null)),
+      packAnswerKey(state, shape('v2', 65515, '.v2.shallow')),
+      packAnswerKey({ ...state, name: 'g3' }, shape('v2', 65515, null)),
+      packAnswerKey({ ...state, created: '2026-12-05T00:00:00.000Z' }, shape('v2', 65515, null)),
+    ];
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(packAnswerKey(state, shape('v2', 65515, null))).toBe(keys[0]);
+  });
 
   it('answers the same question about the same state from memory, without looking at the cache', async () => {
     const dir = await copyOf(f);
