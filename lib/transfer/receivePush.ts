@@ -28,10 +28,9 @@ import {
   serveProcReceive,
 } from '../protocol/procReceive.js';
 import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
-import { isStoreError } from '../store/errors.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { onBodyError } from '../util/onBodyError.js';
-import { OutcomeUnknown, RepoExists, RepoNotFound } from '../wal/errors.js';
+import { RepoExists } from '../wal/errors.js';
 import { emptyIndex } from '../wal/indexCodec.js';
 import { packKey } from '../wal/keys.js';
 import { type PublishResult, type PushJob, type RefOutcome, refusedOnEmptyRepo } from '../wal/Publisher.js';
@@ -39,6 +38,7 @@ import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import { answerWhilePreparing } from './answerWhilePreparing.js';
 import { type ClientMessage, GitRefused, RepoBeingCreated } from './errors.js';
+import { pushRefusalFor } from './pushRefusal.js';
 import { spoolBody } from './spoolBody.js';
 
 /** The cache as a push uses it (RepoCache). */
@@ -307,7 +307,7 @@ async function receiveInto(
     } catch (error) {
       // Nothing was published (or its outcome could not be learned): no ref may report ok.
       deps.logger.error('push not published', { repo, error: serializeError(error) });
-      const reason = refusalFor(error);
+      const reason = pushRefusalFor(error);
       return commands.map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason }));
     }
   };
@@ -466,16 +466,4 @@ function lastLine(text: string): string | undefined {
     .map((l) => l.trim())
     .filter((l) => l !== '')
     .pop();
-}
-
-function refusalFor(error: unknown): string {
-  if (error instanceof RepoNotFound) return 'narwal: the repository was deleted during the push';
-  if (error instanceof OutcomeUnknown) {
-    return 'narwal: storage failed while recording the push and its outcome is unknown; fetch to see whether it landed';
-  }
-  if (isStoreError(error))
-    return 'narwal: storage busy or unavailable, the push was not recorded; retry the push';
-  // A refusal meant for the client (the repository is still being created) keeps its words.
-  if (error instanceof RepoBeingCreated) return error.message;
-  return 'narwal: internal error, the push was not recorded; retry the push';
 }

@@ -1,0 +1,26 @@
+/**
+ * The reason every ref of a push is refused with (`ng <ref> <reason>`, which git prints) when the
+ * push could not be published: nothing was recorded, or its outcome is unknown, and the words say
+ * which and what to do next (docs/architecture.md invariant 4).
+ */
+import { isStoreError } from '../store/errors.js';
+import { OutcomeUnknown, RepoNotFound } from '../wal/errors.js';
+import { RepoBeingCreated } from './errors.js';
+
+export function pushRefusalFor(error: unknown): string {
+  if (error instanceof RepoNotFound) return 'narwal: the repository was deleted during the push';
+  if (error instanceof OutcomeUnknown) {
+    return 'narwal: storage failed while recording the push and its outcome is unknown; fetch to see whether it landed';
+  }
+  if (isStoreError(error))
+    return 'narwal: storage busy or unavailable, the push was not recorded; retry the push';
+  // A refusal meant for the client (the repository is still being created) keeps its words.
+  if (error instanceof RepoBeingCreated) return error.message;
+  // A file of the push's own repository or of the shared cache went missing before it was
+  // published: the cache was deleted or evicted under the push (by hand, or a node's disk lost).
+  // Not a program that could not be started (`spawn git ENOENT`).
+  const failed = error as NodeJS.ErrnoException | null | undefined;
+  if (failed?.code === 'ENOENT' && failed.path !== undefined && !failed.syscall?.startsWith('spawn'))
+    return "narwal: the server's cache of the repository changed during the push, which was not recorded; retry the push";
+  return 'narwal: internal error, the push was not recorded; retry the push';
+}

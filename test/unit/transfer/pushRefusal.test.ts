@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { StoreUnavailable } from '../../../lib/store/errors.js';
+import { RepoBeingCreated } from '../../../lib/transfer/errors.js';
+import { pushRefusalFor } from '../../../lib/transfer/pushRefusal.js';
+import { OutcomeUnknown, RepoNotFound } from '../../../lib/wal/errors.js';
+
+describe('pushRefusalFor', () => {
+  it('says what happened to the push and what to do next, for each kind of failure', () => {
+    const missing = Object.assign(new Error("ENOENT: no such file or directory, open '/c/pack-1.pack'"), {
+      code: 'ENOENT',
+      syscall: 'open',
+      path: '/c/pack-1.pack',
+    });
+    const noGit = Object.assign(new Error('spawn git ENOENT'), {
+      code: 'ENOENT',
+      syscall: 'spawn git',
+      path: 'git',
+    });
+    const cases: [unknown, RegExp][] = [
+      [new RepoNotFound('team/app'), /repository was deleted during the push/],
+      [new OutcomeUnknown('team/app'), /outcome is unknown; fetch to see whether it landed/],
+      [
+        new StoreUnavailable('k', 'timed out'),
+        /storage busy or unavailable, the push was not recorded; retry/,
+      ],
+      [new RepoBeingCreated('team/app'), /repository team\/app is being created; retry/],
+      [missing, /cache of the repository changed during the push, which was not recorded; retry the push/],
+      [noGit, /internal error, the push was not recorded; retry the push/],
+      [new Error('something else'), /internal error, the push was not recorded; retry the push/],
+      [undefined, /internal error, the push was not recorded; retry the push/],
+    ];
+    for (const [error, expected] of cases) {
+      const reason = pushRefusalFor(error);
+      expect(reason).toMatch(expected);
+      // One line that git prints after `ng <ref>`.
+      expect(reason).not.toContain('\n');
+      expect(reason.startsWith('narwal: ')).toBe(true);
+    }
+  });
+});
