@@ -7,6 +7,7 @@ import {
   cachedFetchOf,
   clonePackBody,
   keepLinesBeforePack,
+  wholeAnswerBytes,
   wholeClonePackAnswer,
 } from './clonePack.js';
 import { type AnsweredState, StateAnswers } from './StateAnswers.js';
@@ -67,7 +68,7 @@ export async function answerOnGeneration(
   const cached = shape ? await deps.clonePacking.open(generation.dir, shape) : { pack: null };
   if (shape && cached.pack) {
     const { pack, size, lines } = cached;
-    if (size !== undefined && deps.packAnswers.accepts(size)) {
+    if (deps.packAnswers.accepts(wholeAnswerBytes(shape, size, lines))) {
       // Identical fetches that waited for the same pack read it once between them.
       const whole = await deps.packAnswers
         .made(packAnswerKey(state, shape), () => wholeClonePackAnswer(shape, pack, size, lines))

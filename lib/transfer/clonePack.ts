@@ -157,6 +157,19 @@ export async function openClonePack(
 }
 
 /**
+ * The bytes of clonePackBody's answer to `clone` for a pack of `size` bytes after `lines`: what
+ * an answer kept whole in memory holds (wholeClonePackAnswer).
+ */
+export function wholeAnswerBytes(
+  clone: Pick<CachedFetch, 'preamble' | 'sidebandData'>,
+  size: number,
+  lines: Buffer,
+): number {
+  const preamble = PKT_LEN + Buffer.byteLength(clone.preamble);
+  return lines.length + preamble + Math.ceil(size / clone.sidebandData) * HEADER + size + FLUSH_PKT.length;
+}
+
+/**
  * The same answer as clonePackBody's, whole in one buffer, for an answer small enough to be kept
  * in memory (StateAnswers.ts). Reads `size` bytes of `pack` and throws if there are fewer (a
  * kept pack is written whole and never changes, so fewer means the file is not the one named).
@@ -168,23 +181,20 @@ export async function wholeClonePackAnswer(
   size: number,
   lines: Buffer = Buffer.alloc(0),
 ): Promise<Buffer> {
+  // Read whole first (one read, where side-band's 995-byte packets would take thousands), then
+  // framed: a copy of at most a few MiB, once per kept answer.
   const data = Buffer.allocUnsafe(size);
   for (let got = 0; got < size; ) {
     const { bytesRead } = await pack.read(data, got, size - got, got);
     if (bytesRead === 0) throw new Error(`the cached pack ended at ${got} of its ${size} bytes`);
     got += bytesRead;
   }
-  const preamble = encodePktLine(clone.preamble);
-  const packets = Math.ceil(size / clone.sidebandData);
-  const answer = Buffer.allocUnsafe(
-    lines.length + preamble.length + packets * HEADER + size + FLUSH_PKT.length,
-  );
+  const answer = Buffer.allocUnsafe(wholeAnswerBytes(clone, size, lines));
   let end = lines.copy(answer, 0);
-  end += preamble.copy(answer, end);
+  end += encodePktLine(clone.preamble).copy(answer, end);
   for (let from = 0; from < size; from += clone.sidebandData) {
     const part = data.subarray(from, Math.min(size, from + clone.sidebandData));
-    answer.write((HEADER + part.length).toString(16).padStart(4, '0'), end, 'latin1');
-    answer[end + 4] = 1;
+    writeBand1Header(answer, end, part.length);
     end += HEADER + part.copy(answer, end + HEADER);
   }
   FLUSH_PKT.copy(answer, end);
@@ -222,8 +232,7 @@ export function clonePackBody(
         let end = 0;
         while (left > 0) {
           const data = Math.min(left, clone.sidebandData);
-          chunk.write((HEADER + data).toString(16).padStart(4, '0'), end, 'latin1');
-          chunk[end + 4] = 1;
+          writeBand1Header(chunk, end, data);
           end += HEADER + data;
           left -= data;
         }
@@ -278,12 +287,15 @@ export class ClonePacking {
   async open(
     dir: string,
     fetch: CachedFetch,
-  ): Promise<{
-    readonly pack: FileHandle | null;
-    readonly size?: number;
-    readonly lines?: Buffer;
-    readonly packing?: (exit: Promise<unknown>) => void;
-  }> {
+  ): Promise<
+    | {
+        readonly pack: FileHandle;
+        readonly size: number;
+        readonly lines: Buffer;
+        readonly packing?: undefined;
+      }
+    | { readonly pack: null; readonly packing?: (exit: Promise<unknown>) => void }
+  > {
     const key = `${dir}\0${fetch.key}${fetch.linesSuffix ?? ''}`;
     const started = performance.now();
     for (;;) {
@@ -340,5 +352,13 @@ class ChunkPool {
 
 const chunks = new ChunkPool();
 
+/** A pkt-line's length prefix. */
+const PKT_LEN = 4;
 /** A sideband packet's pkt-len and band byte. */
-const HEADER = 5;
+const HEADER = PKT_LEN + 1;
+
+/** Writes the pkt-len and band byte of a band-1 (pack data) packet of `data` bytes at `at`. */
+function writeBand1Header(buffer: Buffer, at: number, data: number): void {
+  buffer.write((HEADER + data).toString(16).padStart(PKT_LEN, '0'), at, 'latin1');
+  buffer[at + PKT_LEN] = 1;
+}

@@ -143,31 +143,30 @@ describe('repeatable fetches from the kept answer', () => {
     it(`gives the same repository as git's own answer, without git the second and third time (${name})`, async () => {
       const v0 = name.includes('v0');
       const before = await packings();
-      const first = await freshRepo();
-      const firstDir = name.includes('clone') ? await mkdtemp(join(tmpdir(), 'narwal-ci-clone-')) : first;
+      // A clone makes its own repository in an empty directory; a fetch runs in a fresh one.
+      const fetchDir = () =>
+        name.includes('clone') ? mkdtemp(join(tmpdir(), 'narwal-ci-clone-')) : freshRepo();
+      const firstDir = await fetchDir();
       await gitOk(await args(), { cwd: firstDir, home });
       // git answered, and packed.
       expect(await packings()).toBe(before + 1);
 
       const uploadPacks = await fetchUploadPacks();
-      const second = name.includes('clone')
-        ? await mkdtemp(join(tmpdir(), 'narwal-ci-clone-'))
-        : await freshRepo();
-      await gitOk(await args(), { cwd: second, home });
-      expect(await packings(), 'no pack-objects for the second').toBe(before + 1);
-      // Protocol v0 asks for the shallow boundary in a round of its own first (no `done`), which
-      // git answers without packing; in v2 the whole fetch is one request.
-      if (!v0) expect(await fetchUploadPacks(), 'no upload-pack for the second').toBe(uploadPacks);
-
+      /** The same fetch again, in a fresh repository: answered without git. */
+      const again = async (which: string) => {
+        const dir = await fetchDir();
+        await gitOk(await args(), { cwd: dir, home });
+        expect(await packings(), `no pack-objects for the ${which}`).toBe(before + 1);
+        // Protocol v0 asks for the shallow boundary in a round of its own first (no `done`),
+        // which git answers without packing; in v2 the whole fetch is one request.
+        if (!v0) expect(await fetchUploadPacks(), `no upload-pack for the ${which}`).toBe(uploadPacks);
+        return dir;
+      };
+      const second = await again('second');
       // The third is answered from the answer kept in memory (StateAnswers.ts), with the kept
       // files gone: the same again, and still without git.
       await removeKeptPacks();
-      const third = name.includes('clone')
-        ? await mkdtemp(join(tmpdir(), 'narwal-ci-clone-'))
-        : await freshRepo();
-      await gitOk(await args(), { cwd: third, home });
-      expect(await packings(), 'no pack-objects for the third').toBe(before + 1);
-      if (!v0) expect(await fetchUploadPacks(), 'no upload-pack for the third').toBe(uploadPacks);
+      const third = await again('third');
 
       const expected = await stateOf(firstDir);
       expect(await stateOf(second)).toEqual(expected);

@@ -271,22 +271,23 @@ describe('answerWithPackCache', () => {
   });
 });
 
+/** actions/checkout's request (protocol v2, `--depth=1`, no progress): no haves, `done`. */
+const v2Depth = (oid: string) =>
+  request(
+    pkt('command=fetch\n'),
+    pkt('agent=git/2.39.5\n'),
+    pkt('object-format=sha1\n'),
+    '0001',
+    pkt('thin-pack\n'),
+    pkt('no-progress\n'),
+    pkt('ofs-delta\n'),
+    pkt('deepen 1\n'),
+    pkt(`want ${oid}\n`),
+    pkt('done\n'),
+    '0000',
+  );
+
 describe('answerWithPackCache, a shallow fetch', () => {
-  /** actions/checkout's request (protocol v2, `--depth=1`, no progress): no haves, `done`. */
-  const v2Depth = (oid: string) =>
-    request(
-      pkt('command=fetch\n'),
-      pkt('agent=git/2.39.5\n'),
-      pkt('object-format=sha1\n'),
-      '0001',
-      pkt('thin-pack\n'),
-      pkt('no-progress\n'),
-      pkt('ofs-delta\n'),
-      pkt('deepen 1\n'),
-      pkt(`want ${oid}\n`),
-      pkt('done\n'),
-      '0000',
-    );
   /** The second request of a v0 `fetch --depth=1` over HTTP: the wants again, then `done`. */
   const v0Depth = (oid: string) =>
     request(
@@ -325,24 +326,20 @@ describe('answerWithPackCache, a shallow fetch', () => {
         env: { NARWAL_CLONE_KEY: fetch?.key ?? '' },
       };
       const target = cache.target(loadedIndex());
-      const first = await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home), cache, clonePacking, packAnswers },
-        target,
-        bytes,
-        fetch,
-        options,
-      );
+      // With no git slots (`slots` 0), any git process would be refused.
+      const answer = (state: typeof target, slots = 8) =>
+        answerWithPackCache(
+          { ...withHook, git: gitWith(f.home, slots), cache, clonePacking, packAnswers },
+          state,
+          bytes,
+          fetch,
+          options,
+        );
+      const first = await answer(target);
       const firstBytes = Buffer.concat(await (first as Readable).toArray());
       expect(await beforePack(firstBytes)).toBe(expected(f.main));
       await expect.poll(() => cache.held).toBe(0);
-      // No git slots: any git process would be refused.
-      const second = await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking, packAnswers },
-        target,
-        bytes,
-        fetch,
-        options,
-      );
+      const second = await answer(target, 0);
       // Small: read whole from the kept files once, and kept in memory.
       expect(Buffer.isBuffer(second)).toBe(true);
       const secondBytes = second as Buffer;
@@ -352,24 +349,12 @@ describe('answerWithPackCache, a shallow fetch', () => {
       expect(packAnswers.size).toBe(1);
       // Another state asking the same question is answered on its own generation (the fake's is
       // the same directory, with the same kept files), and kept under a key of its own.
-      const other = await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking, packAnswers },
-        cache.target(loadedIndex(8)),
-        bytes,
-        fetch,
-        options,
-      );
+      const other = await answer(cache.target(loadedIndex(8)), 0);
       expect(other).not.toBe(second);
       expect(packAnswers.size).toBe(2);
       // The third identical fetch is answered from memory, even with the generation gone.
       await rm(dir, { recursive: true, force: true });
-      const third = await answerWithPackCache(
-        { ...withHook, git: gitWith(f.home, 0), cache, clonePacking, packAnswers },
-        target,
-        bytes,
-        fetch,
-        options,
-      );
+      const third = await answer(target, 0);
       expect(third).toBe(second);
       await expect.poll(() => cache.held).toBe(0);
     });
@@ -377,21 +362,6 @@ describe('answerWithPackCache, a shallow fetch', () => {
 });
 
 describe('answerFetch, a CI checkout storm', () => {
-  /** actions/checkout's request (protocol v2, `--depth=1`, no progress). */
-  const checkout = (oid: string) =>
-    request(
-      pkt('command=fetch\n'),
-      pkt('agent=git/2.39.5\n'),
-      '0001',
-      pkt('thin-pack\n'),
-      pkt('no-progress\n'),
-      pkt('ofs-delta\n'),
-      pkt('deepen 1\n'),
-      pkt(`want ${oid}\n`),
-      pkt('done\n'),
-      '0000',
-    );
-
   it('keys an answer kept in memory by its framing as well as by the pack it holds', () => {
     const state = { repo: 'team/app', created: '2026-12-04T00:00:00.000Z', name: 'g2' };
     const shape = (version: 'v0' | 'v2', sidebandData: number, linesSuffix: string | null) => ({
@@ -444,7 +414,7 @@ describe('answerFetch, a CI checkout storm', () => {
         { ...deps, git },
         {
           loaded,
-          body: Readable.from([checkout(f.main)]),
+          body: Readable.from([v2Depth(f.main)]),
           protocol: 'version=2',
           owner: 't',
           memory: { add: () => {} },

@@ -42,39 +42,40 @@ describe('StateAnswers', () => {
     expect(answers.get('a')?.toString()).toBe('x'.repeat(50));
   });
 
+  /** A `make` that counts its calls and whose answer the test settles when it likes. */
+  const pending = () => {
+    let settle = (_outcome: Buffer | Error) => {};
+    const make = Object.assign(
+      () => {
+        make.calls++;
+        return new Promise<Buffer>((resolve, reject) => {
+          settle = (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome));
+        });
+      },
+      { calls: 0 },
+    );
+    return { make, settle: (outcome: Buffer | Error) => settle(outcome) };
+  };
+
   it('makes an answer once for the callers that ask while it is made, and keeps it', async () => {
     const answers = new StateAnswers({ maxBytes: 1000, maxAnswerBytes: 500 });
-    let made = 0;
-    let finish = (_answer: Buffer) => {};
-    const make = () => {
-      made++;
-      return new Promise<Buffer>((resolve) => {
-        finish = resolve;
-      });
-    };
+    const { make, settle } = pending();
     const waiting = [answers.made('k', make), answers.made('k', make), answers.made('k', make)];
-    finish(bytes(10, 'k'));
+    settle(bytes(10, 'k'));
     const got = await Promise.all(waiting);
-    expect(made).toBe(1);
+    expect(make.calls).toBe(1);
     expect(got.every((answer) => answer === got[0])).toBe(true);
     expect(await answers.made('k', make)).toBe(got[0]);
-    expect(made).toBe(1);
+    expect(make.calls).toBe(1);
   });
 
   it('shares a failure with the callers that waited, and makes the answer again for the next', async () => {
     const answers = new StateAnswers({ maxBytes: 1000, maxAnswerBytes: 500 });
-    let made = 0;
-    let fail = (_error: Error) => {};
-    const failing = () => {
-      made++;
-      return new Promise<Buffer>((_resolve, reject) => {
-        fail = reject;
-      });
-    };
-    const waiting = [answers.made('k', failing), answers.made('k', failing)];
-    fail(new Error('read failed'));
+    const { make, settle } = pending();
+    const waiting = [answers.made('k', make), answers.made('k', make)];
+    settle(new Error('read failed'));
     for (const one of waiting) await expect(one).rejects.toThrow('read failed');
-    expect(made).toBe(1);
+    expect(make.calls).toBe(1);
     expect(answers.size).toBe(0);
     expect((await answers.made('k', async () => bytes(5, 'n'))).toString()).toBe('nnnnn');
     expect(answers.size).toBe(1);
