@@ -28,6 +28,8 @@ export interface Machine {
   node: string;
   loadAverageBefore: number[];
   loadAverageAfter?: number[];
+  /** How the servers' CPU was read: each in a cgroup of its own, or from /proc ticks (procCpu.ts). */
+  cpuClock?: 'cgroup' | 'proc';
 }
 
 export interface BenchResults {

@@ -6,6 +6,12 @@
  * commit pushed just before it, as CI jobs meet the push that started them, so no server has
  * answered its question before. Measures jobs per second, the server's CPU (with its git
  * children) per job, and per-job wall time.
+ *
+ * Each job authenticates as actions/checkout makes it (src/git-auth-helper.ts): the remote URL
+ * carries no credentials, and the job's config holds `http.<origin>/.extraheader` with a Basic
+ * `AUTHORIZATION` header, which git sends with its first request. Credentials in the URL instead
+ * make git 2.39 send that request without them first and repeat it after the 401: a third
+ * request per job that CI runners do not make.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -65,6 +71,25 @@ export function checkoutFetch(kind: CiFetchKind, sha: string, branch: string): s
     'origin',
     `+${sha}:refs/remotes/origin/${branch}`,
   ];
+}
+
+/**
+ * How a job reaches `repoUrl` the way actions/checkout sets it up: the URL without its user-info,
+ * and the config entry that sends that user-info as a Basic `AUTHORIZATION` header (none when the
+ * URL has no credentials).
+ */
+export function checkoutRemote(repoUrl: string): { url: string; extraHeader?: readonly [string, string] } {
+  const parsed = new URL(repoUrl);
+  if (parsed.username === '' && parsed.password === '') return { url: repoUrl };
+  const basic = Buffer.from(
+    `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`,
+  ).toString('base64');
+  parsed.username = '';
+  parsed.password = '';
+  return {
+    url: parsed.href,
+    extraHeader: [`http.${parsed.origin}/.extraheader`, `AUTHORIZATION: basic ${basic}`],
+  };
 }
 
 /**
@@ -142,6 +167,20 @@ export async function waitForServerQuiet(server: BenchServer, timeoutMs: number,
   }
 }
 
+/** `jobs` sequential wire checkouts of `sha` against `server`, their answers thrown away. */
+export async function warmUp(options: {
+  readonly server: BenchServer;
+  readonly repo: string;
+  readonly sha: string;
+  readonly jobs: number;
+  readonly gitAgent: string;
+  readonly signal?: AbortSignal;
+}): Promise<void> {
+  const url = options.server.repoUrl(options.repo);
+  for (let i = 0; i < options.jobs; i++)
+    await wireCheckout(url, options.sha, options.gitAgent, options.signal);
+}
+
 /** One storm of `plan.jobs` concurrent checkouts against `server`. */
 export async function ciStorm(options: {
   readonly server: BenchServer;
@@ -157,13 +196,15 @@ export async function ciStorm(options: {
 }): Promise<CiStormResult> {
   const { server, plan, home } = options;
   const url = server.repoUrl(options.repo);
+  const remote = checkoutRemote(url);
   if (plan.client === 'wire' && plan.kind !== 'depth=1') throw new Error('wire jobs fetch at depth 1 only');
   // Each job's repository is made before the clock starts: only the fetch is the server's work.
   const dirs = await Promise.all(
     Array.from({ length: plan.client === 'wire' ? 0 : plan.jobs }, async () => {
       const dir = await mkdtemp(join(options.tmpRoot, 'ci-'));
       await gitOk(['init', '--quiet', dir], { home });
-      await gitOk(['remote', 'add', 'origin', url], { home, cwd: dir });
+      await gitOk(['remote', 'add', 'origin', remote.url], { home, cwd: dir });
+      if (remote.extraHeader) await gitOk(['config', ...remote.extraHeader], { home, cwd: dir });
       return dir;
     }),
   );

@@ -6,7 +6,9 @@
  * difference is what serving it cost, git included.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 let ticksPerSecond: number | undefined;
 
@@ -50,4 +52,106 @@ export function machineBusySeconds(): number {
   const ticks = line.trim().split(/\s+/).slice(1).map(Number);
   const busy = ticks.reduce((sum, t, i) => (i === 3 || i === 4 ? sum : sum + t), 0);
   return busy / clockTicks();
+}
+
+/**
+ * A server's CPU, read the finest way the machine allows. Ticks are 10 ms, and a delta of
+ * utime + stime + cutime + cstime can be off by 20 ms or more: as much as a whole CI job's answer.
+ * Where the bench may make a cgroup (root, a writable cgroup file system), the server is moved
+ * into one of its own: the cgroup's clock counts every descendant in nanoseconds or
+ * microseconds, whether reaped yet or not, and the process's own part is the sum of its threads'
+ * run time (/proc/<pid>/task/<tid>/schedstat, in nanoseconds). Otherwise, /proc/<pid>/stat.
+ */
+export interface CpuMeter {
+  readonly clock: 'cgroup' | 'proc';
+  read(): CpuTimes;
+  /** Removes the cgroup, once the process and its descendants are gone (best effort). */
+  close(): Promise<void>;
+}
+
+/** Where a cgroup of the bench's own can go, and how its total CPU is read (seconds). */
+interface CgroupRoot {
+  readonly dir: string;
+  /** The file that says `dir` is such a root. */
+  readonly marker: string;
+  readonly total: (cgroup: string) => number;
+}
+
+const CGROUP_ROOTS: readonly CgroupRoot[] = [
+  // cgroup v2, alone or beside v1 (cgroups(7)): cpu.stat's usage_usec is kept for every cgroup.
+  ...['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].map((dir) => ({
+    dir,
+    marker: 'cgroup.controllers',
+    total: (cgroup: string) => {
+      const line = readFileSync(join(cgroup, 'cpu.stat'), 'utf8').match(/^usage_usec (\d+)$/m);
+      if (!line?.[1]) throw new Error(`no usage_usec in ${cgroup}/cpu.stat`);
+      return Number(line[1]) / 1e6;
+    },
+  })),
+  // cgroup v1's cpuacct controller: cpuacct.usage in nanoseconds.
+  ...['/sys/fs/cgroup/cpuacct', '/sys/fs/cgroup/cpu,cpuacct'].map((dir) => ({
+    dir,
+    marker: 'cpuacct.usage',
+    total: (cgroup: string) => Number(readFileSync(join(cgroup, 'cpuacct.usage'), 'utf8').trim()) / 1e9,
+  })),
+];
+
+/** Measures `pid` (and whatever it starts from now on) in a cgroup named after it, if it can. */
+export function cpuMeter(pid: number): CpuMeter {
+  for (const root of CGROUP_ROOTS) {
+    if (!existsSync(join(root.dir, root.marker))) continue;
+    const cgroup = join(root.dir, `narwal-bench-${pid}`);
+    try {
+      removeStaleCgroups(root.dir);
+      mkdirSync(cgroup);
+      writeFileSync(join(cgroup, 'cgroup.procs'), String(pid));
+      const start = root.total(cgroup);
+      const selfStart = threadsCpu(pid);
+      return {
+        clock: 'cgroup',
+        read: () => {
+          const total = root.total(cgroup) - start;
+          const self = Math.min(threadsCpu(pid) - selfStart, total);
+          return { self, children: total - self };
+        },
+        close: async () => {
+          for (let attempt = 0; attempt < 50 && existsSync(cgroup); attempt++) {
+            try {
+              rmdirSync(cgroup);
+            } catch {
+              await sleep(100); // a descendant still exiting
+            }
+          }
+        },
+      };
+    } catch {
+      try {
+        rmdirSync(cgroup);
+      } catch {}
+    }
+  }
+  return { clock: 'proc', read: () => processCpu(pid), close: async () => {} };
+}
+
+/** Seconds the threads of `pid` have run (schedstat's first field, nanoseconds). */
+function threadsCpu(pid: number): number {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ns / 1e9;
+}
+
+/** Cgroups an interrupted bench left behind: empty ones go (a busy one refuses, and stays). */
+function removeStaleCgroups(root: string): void {
+  for (const name of readdirSync(root)) {
+    if (!name.startsWith('narwal-bench-')) continue;
+    try {
+      rmdirSync(join(root, name));
+    } catch {}
+  }
 }

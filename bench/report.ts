@@ -54,7 +54,7 @@ export async function writeReport(
     '',
     '## Machine',
     '',
-    `${r.machine.nproc} CPUs (${r.machine.cpu}), ${r.machine.memoryGiB} GiB, Linux ${r.machine.kernel}, ${r.machine.git}, node ${r.machine.node}. Load average before ${fmtLoad(r.machine.loadAverageBefore)}, after ${fmtLoad(r.machine.loadAverageAfter)}. The machine is shared with other work: servers and clients run on the same two CPUs, so ratios between servers measured in the same run are the claims, not absolute times. "other work" below is the share of the machine's CPU that went to neither the servers nor the clients while a measurement ran (from /proc/stat minus the processes' own accounting).`,
+    `${r.machine.nproc} CPUs (${r.machine.cpu}), ${r.machine.memoryGiB} GiB, Linux ${r.machine.kernel}, ${r.machine.git}, node ${r.machine.node}. Load average before ${fmtLoad(r.machine.loadAverageBefore)}, after ${fmtLoad(r.machine.loadAverageAfter)}. The machine is shared with other work: servers and clients run on the same two CPUs, so ratios between servers measured in the same run are the claims, not absolute times. "other work" below is the share of the machine's CPU that went to neither the servers nor the clients while a measurement ran (from /proc/stat minus the processes' own accounting). ${r.machine.cpuClock === 'cgroup' ? "Each server's CPU is read from a cgroup of its own, which counts it and every process it starts in microseconds or finer, reaped or not (bench/procCpu.ts)." : "Each server's CPU is read from /proc/<pid>/stat in clock ticks of 10 ms, its git children once reaped: a delta can be off by a few ticks (bench/procCpu.ts)."}`,
     '',
     '## Targets',
     '',
@@ -66,7 +66,7 @@ export async function writeReport(
     out.push(
       `## Sequential pushes`,
       '',
-      `${r.sequential[0]?.pushes ?? 0} one-commit pushes (\`git push\` of the next commit of a chain made by fast-import) advancing \`main\` of a fresh repository, per server, in blocks of ${r.sizes.pushBlock} with the servers taking turns. Server CPU is the server process with its reaped git children (/proc/<pid>/stat), per push.`,
+      `${r.sequential[0]?.pushes ?? 0} one-commit pushes (\`git push\` of the next commit of a chain made by fast-import) advancing \`main\` of a fresh repository, per server, in blocks of ${r.sizes.pushBlock} with the servers taking turns. Server CPU is the server process with its git children, per push.`,
       '',
       table(
         [
@@ -178,6 +178,41 @@ export async function writeReport(
       ),
       '',
     );
+    const floors = plans.filter(
+      (plan) => of('floor', plan.kind, plan.name) && of('narwal', plan.kind, plan.name),
+    );
+    if (floors.length > 0)
+      out.push(
+        "The identical storms again against a bare node:http server that answers each request from memory, with no authentication, store, lease or cache to consult (bench/floor.ts; one job first, off the clock, passes the request on to narwal and fills it): what node's HTTP, streams and sockets cost per job before any of narwal's own work. A storm within 1.3x of one job's CPU leaves the jobs after the first the last column between them.",
+        '',
+        table(
+          [
+            'fetch',
+            'jobs',
+            'narwal CPU',
+            'narwal per job after the first',
+            'floor CPU',
+            'floor per job',
+            '1.3x one job leaves per job',
+          ],
+          floors.map((plan) => {
+            const narwal = of('narwal', plan.kind, plan.name) as ReturnType<typeof summarizeCi>;
+            const floor = of('floor', plan.kind, plan.name) as ReturnType<typeof summarizeCi>;
+            const one = of('narwal', plan.kind, '1 job');
+            const after = plan.jobs - 1;
+            return [
+              plan.kind,
+              plan.name,
+              `${narwal.serverCpuMs.toFixed(0)} ms`,
+              one ? `${((narwal.serverCpuMs - one.serverCpuMs) / after).toFixed(2)} ms` : '-',
+              `${floor.serverCpuMs.toFixed(0)} ms`,
+              `${floor.serverCpuPerJobMs.toFixed(2)} ms`,
+              one ? `${((0.3 * one.serverCpuMs) / after).toFixed(2)} ms` : '-',
+            ];
+          }),
+        ),
+        '',
+      );
   }
 
   if (r.clones) {

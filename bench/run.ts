@@ -23,7 +23,14 @@ import { availableParallelism, cpus, loadavg, release, tmpdir, totalmem } from '
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BenchResults } from './benchResults.js';
-import { type CiStormPlan, ciStorm, pushCiCommits, summarizeCi, waitForServerQuiet } from './ciStorm.js';
+import {
+  type CiStormPlan,
+  ciStorm,
+  pushCiCommits,
+  summarizeCi,
+  waitForServerQuiet,
+  warmUp,
+} from './ciStorm.js';
 import { cloneStorm } from './cloneStorm.js';
 import { probeInfoRefs } from './coldInfoRefs.js';
 import { concurrentWriters } from './concurrentWriters.js';
@@ -40,7 +47,7 @@ import { packfileUrisBench } from './packfileUris.js';
 import { analyzeProfile, profilePushes } from './pushProfile.js';
 import { writeReport } from './report.js';
 import { sequentialPushes } from './sequentialPushes.js';
-import { type BenchServer, startNarwal, startPeerProcess } from './servers.js';
+import { type BenchServer, startFloorProcess, startNarwal, startPeerProcess } from './servers.js';
 import { pushRace } from './twoNodes.js';
 
 const PHASES = [
@@ -199,6 +206,7 @@ try {
   const narwalSlowData = join(workDir, `narwal-${latency}ms`);
   const peer = await started(startPeerProcess({ root: peerRoot, user: 'admin', password: token }));
   const narwal = await started(startNarwal({ dataDir: narwalData, token, cli: build.cli, env: narwalEnv }));
+  results.machine.cpuClock = peer.cpuClock === 'cgroup' && narwal.cpuClock === 'cgroup' ? 'cgroup' : 'proc';
   const narwalSlow = await started(
     startNarwal({ dataDir: narwalSlowData, token, cli: build.cli, latencyMs: latency, env: narwalEnv }),
   );
@@ -291,7 +299,7 @@ try {
       { name: '8 identical', kind: 'filter=blob:none', jobs: 8, commits: 1 },
     ];
     log(
-      `CI checkout storms (actions/checkout's fetch, --depth=1 and --filter=blob:none): ${plans.map((p) => `${p.kind} ${p.name}`).join(', ')}; peer and narwal`,
+      `CI checkout storms (actions/checkout's fetch, --depth=1 and --filter=blob:none): ${plans.map((p) => `${p.kind} ${p.name}`).join(', ')}; peer and narwal, and a bare node:http server replaying narwal's answers for the identical ones`,
     );
     const fixture = await fixtureOnce();
     // The stock server as a partial clone needs it (git-config(1), uploadpack.allowFilter); narwal
@@ -300,6 +308,20 @@ try {
     const gitAgent = `git/${(await gitOk(['--version'], { home })).stdout.trim().split(' ').pop()}`;
     const tmpRoot = join(workDir, 'ci');
     await mkdir(tmpRoot, { recursive: true });
+    // What node:http alone costs per job: the same storms of identical jobs against a bare server
+    // replaying narwal's answers (bench/floor.ts).
+    const floor = await started(startFloorProcess(narwal));
+    // Off the clock, each server answers the same checkout a few hundred times first: a server that
+    // has run for a while has its request path compiled, and the floor starts cold here.
+    const warmSha = (
+      await gitOk(['rev-parse', 'refs/heads/master'], { home, cwd: fixture.peerRepo })
+    ).stdout.trim();
+    for (const [server, jobs] of [
+      [peer, 20],
+      [narwal, 300],
+      [floor, 300],
+    ] as const)
+      await warmUp({ server, repo: REPO, sha: warmSha, jobs, gitAgent, signal: abort.signal });
     const storms = [];
     for (const [i, plan] of plans.entries()) {
       const branch = `ci-${i}`;
@@ -315,9 +337,9 @@ try {
         count: plan.commits,
         base: 'refs/heads/master',
       });
-      for (const server of [peer, narwal]) {
-        const quiet = await waitForServerQuiet(server, quick ? 20_000 : 180_000, abort.signal);
-        const result = await ciStorm({
+      const identical = plan.jobs > 1 && plan.commits === 1;
+      for (const server of identical ? [peer, narwal, floor] : [peer, narwal]) {
+        const storm = {
           server,
           repo: REPO,
           plan,
@@ -327,7 +349,12 @@ try {
           home,
           gitAgent,
           signal: abort.signal,
-        });
+        };
+        // The floor answers from memory only once it has passed the storm's request on: one job
+        // first, off the clock, so its storm is replays alone.
+        if (server.kind === 'floor') await ciStorm({ ...storm, plan: { ...plan, name: 'fill', jobs: 1 } });
+        const quiet = await waitForServerQuiet(server, quick ? 20_000 : 180_000, abort.signal);
+        const result = await ciStorm(storm);
         result.quiet = quiet;
         const s = summarizeCi(result);
         log(
@@ -336,6 +363,7 @@ try {
         storms.push(result);
       }
     }
+    await stopAll([floor]);
     results.ci = { repo: REPO, storms };
     await save();
   }

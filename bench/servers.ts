@@ -2,15 +2,17 @@
  * The servers under test, each a process of its own started from the bundles in dist/: narwal
  * (`dist/narwal.js serve`, optionally with every store operation delayed by
  * NARWAL_STORE_LATENCY_MS) and the peer (`dist/bench-peer.js`, git http-backend). Both are
- * measured the same way, through /proc/<pid>/stat.
+ * measured the same way: each in a cgroup of its own where the machine allows, through
+ * /proc/<pid>/stat otherwise (procCpu.ts).
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { type CpuTimes, processCpu } from './procCpu.js';
+import { type CpuTimes, cpuMeter } from './procCpu.js';
 
-export type ServerKind = 'peer' | 'narwal';
+/** `floor`: a bare node:http server replaying narwal's answers (floor.ts), for CI storms only. */
+export type ServerKind = 'peer' | 'narwal' | 'floor';
 
 export interface BenchServer {
   /** What the report calls it: `peer`, `narwal`, `narwal-30ms`, ... */
@@ -26,6 +28,8 @@ export interface BenchServer {
   /** Makes an empty repository that pushes may fill (narwal creates one on the first push). */
   newRepo(repo: string): Promise<void>;
   cpu(): CpuTimes;
+  /** How cpu() is read: a cgroup's clock, or /proc ticks (procCpu.ts). */
+  readonly cpuClock: 'cgroup' | 'proc';
   /** Error lines the server logged so far (narwal's JSON log lines of level error; at most 50). */
   errors(): readonly string[];
   stop(): Promise<void>;
@@ -108,6 +112,30 @@ export async function startPeerProcess(options: {
   });
 }
 
+/** The floor (floor.ts) in front of `upstream`: the same credentials, which it passes on. */
+export async function startFloorProcess(upstream: BenchServer): Promise<BenchServer> {
+  const child = spawn(process.execPath, [resolve(DIST, 'bench-floor.js'), '--upstream', upstream.url], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const credentials = new URL(upstream.repoUrl('r'));
+  return running({
+    name: 'floor',
+    kind: 'floor',
+    latencyMs: 0,
+    child,
+    withCredentials: (url) => {
+      const parsed = new URL(url);
+      parsed.username = credentials.username;
+      parsed.password = credentials.password;
+      return parsed.href.replace(/\/$/, '');
+    },
+    newRepo: async () => {
+      throw new Error('the floor only replays fetches');
+    },
+  });
+}
+
 async function running(spec: {
   name: string;
   kind: ServerKind;
@@ -119,7 +147,11 @@ async function running(spec: {
   const { name, child } = spec;
   const pid = child.pid;
   if (pid === undefined) throw new Error(`${name}: could not start`);
-  const stop = () => stopChild(child);
+  const meter = cpuMeter(pid);
+  const stop = async () => {
+    await stopChild(child);
+    await meter.close();
+  };
   let stderr = '';
   let partial = '';
   const errors: string[] = [];
@@ -155,7 +187,8 @@ async function running(spec: {
       url,
       repoUrl: (repo) => `${spec.withCredentials(url)}/${repo}`,
       newRepo: spec.newRepo,
-      cpu: () => processCpu(pid),
+      cpu: () => meter.read(),
+      cpuClock: meter.clock,
       errors: () => errors,
       stop,
     };

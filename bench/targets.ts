@@ -342,11 +342,12 @@ function ciTargets(r: BenchResults, row: (t: Omit<TargetRow, 'miss'> & { miss?: 
     )) {
       if (!one) break;
       const ratio = summarizeCi(storm).serverCpuMs / summarizeCi(one).serverCpuMs;
+      const floor = find('floor', kind, storm.plan.name);
       row({
         target: `CI storm ${kind}, ${storm.plan.name}: server CPU against one job`,
         seed: '-',
         server: 'narwal',
-        measured: `${ms(summarizeCi(storm).serverCpuMs)} vs ${ms(summarizeCi(one).serverCpuMs)}: ${ratio.toFixed(2)}x`,
+        measured: `${ms(summarizeCi(storm).serverCpuMs)} vs ${ms(summarizeCi(one).serverCpuMs)}: ${ratio.toFixed(2)}x${floor ? ` (a bare node:http server replaying the answers: ${ms(summarizeCi(floor).serverCpuMs)})` : ''}`,
         goal: '<= 1.3x',
         pass: ratio <= 1.3,
         miss: ratio > 1.3 ? `${((ratio / 1.3 - 1) * 100).toFixed(0)}% over` : '',

@@ -6,6 +6,7 @@ await build({
   entryPoints: {
     bench: 'bench/run.ts',
     'bench-peer': 'bench/peerMain.ts',
+    'bench-floor': 'bench/floorMain.ts',
     'bench-cold': 'bench/coldProbe.ts',
     'bench-contention': 'bench/contention.ts',
     'bench-history': 'bench/historyLatency.ts',

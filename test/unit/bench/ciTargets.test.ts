@@ -44,4 +44,25 @@ describe('the CI storm targets', () => {
     expect(rows[1]).toMatchObject({ measured: '40.00 vs peer 20.00: 2.00x', miss: '33% short' });
     expect(rows[2]?.measured).toBe('160.00 vs peer 40.00: 4.00x');
   });
+
+  it('sets the bare node:http floor of the same storm beside its CPU, and judges narwal alone', () => {
+    const rows = evaluateTargets(
+      benchResultsWith({
+        ci: {
+          repo: 'r',
+          storms: [
+            storm('narwal', one, 100, 80),
+            storm('narwal', eight, 200, 120),
+            storm('floor', eight, 100, 12),
+          ],
+        },
+      }),
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      server: 'narwal',
+      measured: '120 ms vs 80 ms: 1.50x (a bare node:http server replaying the answers: 12 ms)',
+      pass: false,
+    });
+  });
 });
