@@ -146,7 +146,7 @@ export async function writeReport(
     out.push(
       '## CI checkout storms',
       '',
-      "Jobs at once, each in a fresh `git init` repository running actions/checkout's exact fetch (`git -c protocol.version=2 fetch --no-tags --prune --no-recurse-submodules --depth=1 origin +<sha>:refs/remotes/origin/<branch>`), or the same with `--filter=blob:none` instead of `--depth=1` (the peer with `uploadpack.allowFilter`). Each storm meets commits pushed just before it (bench/ciStorm.ts). The storm of wire clients makes the two requests git makes for the depth=1 fetch itself and throws the answer away (bench/wireCheckout.ts): the server without its clients' CPU. Server CPU is the server process with its reaped git children; jobs/s is jobs over the storm's wall time.",
+      "Jobs at once, each in a fresh `git init` repository running actions/checkout's exact fetch (`git -c protocol.version=2 fetch --no-tags --prune --no-recurse-submodules --depth=1 origin +<sha>:refs/remotes/origin/<branch>`), or the same with `--filter=blob:none` instead of `--depth=1` (the peer with `uploadpack.allowFilter`). Each storm meets commits pushed just before it (bench/ciStorm.ts), and jobs send their credentials as actions/checkout makes them, in an `AUTHORIZATION` extra header with the first request. The storm of wire clients makes the two requests git makes for the depth=1 fetch itself and throws the answer away (bench/wireCheckout.ts): the server without its clients' CPU. Server CPU is the server process with its git children; jobs/s is jobs over the storm's wall time.",
       '',
       table(
         [
