@@ -46,6 +46,7 @@ import { packKey } from '../wal/keys.js';
 import { checkpointAt, checkSeq, refsAt } from '../wal/stateAt.js';
 import type { CheckpointPointer, LoadedIndex, LogItem } from '../wal/types.js';
 import type { Wal } from '../wal/Wal.js';
+import { dropOtherBitmaps } from './dropOtherBitmaps.js';
 import { LAST_USED } from './evict.js';
 import {
   generationName,
@@ -255,6 +256,8 @@ export class RepoCache {
       if (p.bitmapPath) await linkIfMissing(p.bitmapPath, join(pack, `${p.name}.bitmap`)).catch(() => {});
       await linkIfMissing(p.idxPath, join(pack, `${p.name}.idx`));
     }
+    const bitmapped = packs.filter((p) => p.bitmapPath).map((p) => p.name);
+    if (bitmapped.length > 0) await dropOtherBitmaps(pack, bitmapped);
     this.#indexPacks(dirname(pack));
   }
 
@@ -408,6 +411,7 @@ export class RepoCache {
       await mapLimit(checkpoint.packs, this.#downloads, (name) =>
         this.#downloadPack(target.repo, objects, name, true),
       );
+      await dropOtherBitmaps(join(objects, 'pack'), checkpoint.packs);
       from = checkpoint.seq;
       source = `checkpoint at ${checkpoint.seq}`;
     }

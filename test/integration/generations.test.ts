@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
 import { presenceTableDefinition } from '../../lib/presence/DynamoPresenceStore.js';
 import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamoLocal.js';
-import { commitFile, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
 const run = promisify(execFile);
@@ -160,6 +160,27 @@ for (const presence of ['local', 'dynamodb'] as const) {
         // Only the checkpoint and the entries after it were downloaded.
         const entriesAfter = loaded.index.seq - (checkpoint?.seq ?? 0);
         expect(packs.filter((p) => p.endsWith('.pack')).length).toBeLessThanOrEqual(1 + entriesAfter);
+      });
+
+      it("keeps one reachability bitmap, the newest checkpoint's, so git warns no client of extra ones", async () => {
+        const repo = 'gens/two-checkpoints';
+        const work = await workRepo(home, 3);
+        const url = `${server.authUrl}/${repo}.git`;
+        await gitOk(['push', url, 'main'], { cwd: work, home });
+        const first = await server.app.checkpointer.make(repo);
+        await commitFile(work, home, 'later.txt', 'later\n');
+        await gitOk(['push', url, 'main'], { cwd: work, home });
+        const second = await server.app.checkpointer.make(repo);
+        expect(second?.seq).toBeGreaterThan(first?.seq ?? 0);
+        const objects = join(server.dataDir, 'cache', 'repos', `${repo}.git`);
+        const [incarnation = ''] = await readdir(objects);
+        const packs = await readdir(join(objects, incarnation, 'objects', 'pack'));
+        expect(packs.filter((p) => p.endsWith('.bitmap'))).toEqual([`${second?.packs[0]}.bitmap`]);
+        // git 2.39 says "warning: ignoring extra bitmap file" to every client when there are two.
+        const dir = join(await mkdtemp(join(tmpdir(), 'narwal-onebitmap-')), 'c');
+        const cloned = await git(['clone', url, dir], { home });
+        expect(cloned.code).toBe(0);
+        expect(cloned.stderr).not.toMatch(/extra bitmap/);
       });
 
       it('makes a checkpoint on demand and reports when there is nothing new', async () => {
