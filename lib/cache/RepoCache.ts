@@ -411,12 +411,14 @@ export class RepoCache {
       await mapLimit(checkpoint.packs, this.#downloads, (name) =>
         this.#downloadPack(target.repo, objects, name, true),
       );
-      await dropOtherBitmaps(join(objects, 'pack'), checkpoint.packs);
       from = checkpoint.seq;
       source = `checkpoint at ${checkpoint.seq}`;
     }
     const [items] = await Promise.all([target.itemsAfter(from), this.#ensureRefs(target)]);
     await this.#replay(target.repo, objects, items, progress);
+    // The newest checkpoint's bitmap, downloaded now or adopted before, is the one git should see
+    // (a cache may hold an older one from before a checkpoint made elsewhere).
+    if (checkpoint) await dropOtherBitmaps(join(objects, 'pack'), checkpoint.packs);
     // The mark says "every object of these refs is here": true of the object store this build
     // started from, which is gone if the repository's cache was evicted (or deleted) meanwhile,
     // and only while no other builder took over (this process may have been frozen past its lock).
