@@ -4,7 +4,7 @@
  * a cold cache rebuilds from the newest checkpoint.
  */
 import { execFile } from 'node:child_process';
-import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, rm, stat, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -174,6 +174,7 @@ for (const presence of ['local', 'dynamodb'] as const) {
         const firstBitmap = `${first?.packs[0]}.bitmap`;
         const saved = join(await mkdtemp(join(tmpdir(), 'narwal-saved-')), firstBitmap);
         await copyFile(join(packDir, firstBitmap), saved);
+        const { atime, mtime } = await stat(join(packDir, firstBitmap));
         await commitFile(work, home, 'later.txt', 'later\n');
         await gitOk(['push', url, 'main'], { cwd: work, home });
         const second = await server.app.checkpointer.make(repo);
@@ -191,6 +192,7 @@ for (const presence of ['local', 'dynamodb'] as const) {
         // A cache that holds an older bitmap (from before a checkpoint another node made) loses it
         // when its next generation is built.
         await copyFile(saved, join(packDir, firstBitmap));
+        await utimes(join(packDir, firstBitmap), atime, mtime);
         await commitFile(work, home, 'newer.txt', 'newer\n');
         await gitOk(['push', url, 'main'], { cwd: work, home });
         await clone();
