@@ -19,22 +19,20 @@ const one: CiStormPlan = { name: '1 job', kind: 'depth=1', jobs: 1, commits: 1 }
 const eight: CiStormPlan = { name: '8 identical', kind: 'depth=1', jobs: 8, commits: 1 };
 const wire: CiStormPlan = { ...eight, name: '8 identical, wire clients', client: 'wire' };
 
+/** The target rows of a run whose CI phase had these storms. */
+function ciRows(storms: CiStormResult[]) {
+  return evaluateTargets(benchResultsWith({ ci: { repo: 'r', storms } }));
+}
+
 describe('the CI storm targets', () => {
   it('compares identical git jobs with one job, and jobs/s with the peer for git and wire clients', () => {
-    const rows = evaluateTargets(
-      benchResultsWith({
-        ci: {
-          repo: 'r',
-          storms: [
-            storm('narwal', one, 100, 80),
-            storm('peer', eight, 400, 400),
-            storm('narwal', eight, 200, 100),
-            storm('peer', wire, 200, 360),
-            storm('narwal', wire, 50, 120),
-          ],
-        },
-      }),
-    );
+    const rows = ciRows([
+      storm('narwal', one, 100, 80),
+      storm('peer', eight, 400, 400),
+      storm('narwal', eight, 200, 100),
+      storm('peer', wire, 200, 360),
+      storm('narwal', wire, 50, 120),
+    ]);
     expect(rows.map((r) => [r.target, r.pass])).toEqual([
       ['CI storm depth=1, 8 identical: server CPU against one job', true],
       ['CI storm depth=1, 8 identical: jobs/s', false],
@@ -46,18 +44,11 @@ describe('the CI storm targets', () => {
   });
 
   it('sets the bare node:http floor of the same storm beside its CPU, and judges narwal alone', () => {
-    const rows = evaluateTargets(
-      benchResultsWith({
-        ci: {
-          repo: 'r',
-          storms: [
-            storm('narwal', one, 100, 80),
-            storm('narwal', eight, 200, 120),
-            storm('floor', eight, 100, 12),
-          ],
-        },
-      }),
-    );
+    const rows = ciRows([
+      storm('narwal', one, 100, 80),
+      storm('narwal', eight, 200, 120),
+      storm('floor', eight, 100, 12),
+    ]);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
       server: 'narwal',
