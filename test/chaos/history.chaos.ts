@@ -219,6 +219,20 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
           ],
           (m) => `${m[1]}${m[2]}${m[3] === 'true' ? 'applied' : ''}`,
         );
+        // Why pushes were not published, as the nodes logged it: the refusals above say "internal
+        // error" for a cause narwal has no words for, and this names it.
+        const notPublished = count(
+          [
+            ...output.matchAll(
+              /"message":"push not published".*?"error":\{"name":"([^"]*)","message":"((?:[^"\\]|\\.)*)"/g,
+            ),
+          ],
+          (m) =>
+            `${m[1]}: ${m[2]}`
+              .replace(/'\/[^']*'/g, "'<path>'")
+              .replace(/[0-9a-f]{7,}/g, '…')
+              .slice(0, 120),
+        );
         const ngReasons = count(
           commands.filter((c) => c.outcome === 'ng'),
           (c) => (c.reason ?? '').replace(/[0-9a-f]{7,}/g, '…').slice(0, 60),
@@ -235,6 +249,7 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
           unknownNotLanded,
           deletions: commands.filter((c) => c.new === ZERO_OID).length,
           refusals: ngReasons,
+          notPublished,
           reads: count(reads, (r) => `${r.kind} ${r.outcome}`),
           readsChecked,
           logEntries: entries,
