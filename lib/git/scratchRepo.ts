@@ -24,6 +24,8 @@ export interface ScratchRepo {
   /** The process started in it ahead (ScratchRepos' `startIn`), when it came with one. */
   readonly started?: StartedAhead;
   packs(): Promise<ReceivedPack[]>;
+  /** Whether its directory was removed under it (the cache deleted while a push ran in it). */
+  gone(): Promise<boolean>;
   /** Removes it, and stops its process started ahead if that was never taken. */
   remove(): Promise<void>;
 }
@@ -225,6 +227,11 @@ function scratchOf(dir: string, started: StartedAhead | null): ScratchRepo {
           }),
       );
     },
+    gone: () =>
+      stat(dir).then(
+        () => false,
+        (error: unknown) => isCode(error, 'ENOENT'),
+      ),
     remove: async () => {
       started?.discard();
       await removeScratch(dir);

@@ -7,7 +7,11 @@ import { isStoreError } from '../store/errors.js';
 import { OutcomeUnknown, RepoNotFound } from '../wal/errors.js';
 import { RepoBeingCreated } from './errors.js';
 
-export function pushRefusalFor(error: unknown): string {
+export function pushRefusalFor(
+  error: unknown,
+  /** Whether the repository the push was received into is gone (its directory no longer exists). */
+  context: { readonly repositoryGone?: boolean } = {},
+): string {
   if (error instanceof RepoNotFound) return 'narwal: the repository was deleted during the push';
   if (error instanceof OutcomeUnknown) {
     return 'narwal: storage failed while recording the push and its outcome is unknown; fetch to see whether it landed';
@@ -18,9 +22,13 @@ export function pushRefusalFor(error: unknown): string {
   if (error instanceof RepoBeingCreated) return error.message;
   // A file of the push's own repository or of the shared cache went missing before it was
   // published: the cache was deleted or evicted under the push (by hand, or a node's disk lost).
-  // Not a program that could not be started (`spawn git ENOENT`).
+  // Not a program that could not be started (`spawn git ENOENT`). A git that ran in the
+  // repository after it went fails in its own words ("not a git repository"): the repository
+  // being gone says it for every such failure.
   const failed = error as NodeJS.ErrnoException | null | undefined;
-  if (failed?.code === 'ENOENT' && failed.path !== undefined && !failed.syscall?.startsWith('spawn'))
+  const fileGone =
+    failed?.code === 'ENOENT' && failed.path !== undefined && !failed.syscall?.startsWith('spawn');
+  if (fileGone || context.repositoryGone === true)
     return "narwal: the server's cache of the repository changed during the push, which was not recorded; retry the push";
   return 'narwal: internal error, the push was not recorded; retry the push';
 }

@@ -306,8 +306,9 @@ async function receiveInto(
       return [...refusedHere, ...published];
     } catch (error) {
       // Nothing was published (or its outcome could not be learned): no ref may report ok.
-      deps.logger.error('push not published', { repo, error: serializeError(error) });
-      const reason = pushRefusalFor(error);
+      const repositoryGone = await scratch.gone();
+      deps.logger.error('push not published', { repo, repositoryGone, error: serializeError(error) });
+      const reason = pushRefusalFor(error, { repositoryGone });
       return commands.map((c): ProcReceiveResult => ({ ref: c.ref, ok: false, reason }));
     }
   };

@@ -196,6 +196,17 @@ describe('ScratchRepos', () => {
     expect((await readdir(scratchRoot)).filter((n) => n.startsWith('alternates-'))).toHaveLength(1);
   });
 
+  it('tells when its directory was removed under it (the cache deleted during a push)', async () => {
+    const scratchRoot = join(root, 'g');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 0 });
+    const scratch = await repos.create(generation);
+    expect(await scratch.gone()).toBe(false);
+    await rm(scratchRoot, { recursive: true, force: true });
+    expect(await scratch.gone()).toBe(true);
+    await scratch.remove();
+  });
+
   it('refuses a generation whose refs are gone, and leaves nothing of the attempt', async () => {
     const scratchRoot = join(root, 'e');
     await mkdir(scratchRoot);

@@ -37,4 +37,20 @@ describe('pushRefusalFor', () => {
       expect(reason.startsWith('narwal: ')).toBe(true);
     }
   });
+
+  it("words any failure as the cache changing once the push's repository is gone, but not a known outcome", () => {
+    // git run in a repository deleted under it.
+    const gitFailed = new Error('git cat-file failed (128): fatal: not a git repository');
+    expect(pushRefusalFor(gitFailed)).toMatch(/internal error/);
+    expect(pushRefusalFor(gitFailed, { repositoryGone: true })).toMatch(
+      /cache of the repository changed during the push, which was not recorded; retry the push/,
+    );
+    // What the store said stays what the client is told: above all an outcome that is unknown.
+    expect(pushRefusalFor(new OutcomeUnknown('team/app'), { repositoryGone: true })).toMatch(
+      /outcome is unknown/,
+    );
+    expect(pushRefusalFor(new StoreUnavailable('k', 'timed out'), { repositoryGone: true })).toMatch(
+      /storage busy or unavailable/,
+    );
+  });
 });
