@@ -219,23 +219,37 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
           ],
           (m) => `${m[1]}${m[2]}${m[3] === 'true' ? 'applied' : ''}`,
         );
-        // Why pushes were not published, as the nodes logged it: the refusals above say "internal
+        // A reason as a key to count by: object ids and paths, which every instance has its own
+        // of, left out.
+        const reasonKey = (text: string, width: number) =>
+          text
+            .replace(/'\/[^']*'/g, "'<path>'")
+            .replace(/[0-9a-f]{7,}/g, '…')
+            .slice(0, width);
+        // Why pushes were not published, as the nodes logged it: the refusals below say "internal
         // error" for a cause narwal has no words for, and this names it.
+        type NotPublished = { repositoryGone?: boolean; error?: { name?: string; message?: string } };
         const notPublished = count(
-          [
-            ...output.matchAll(
-              /"message":"push not published".*?"error":\{"name":"([^"]*)","message":"((?:[^"\\]|\\.)*)"/g,
+          output
+            .split('\n')
+            .filter((line) => line.includes('"message":"push not published"'))
+            .map((line): NotPublished => {
+              // A node killed while it wrote leaves a line cut short.
+              try {
+                return JSON.parse(line) as NotPublished;
+              } catch {
+                return { error: { name: 'unreadable', message: 'a log line cut short' } };
+              }
+            }),
+          (line) =>
+            reasonKey(
+              `${line.repositoryGone ? '(its repository gone) ' : ''}${line.error?.name}: ${line.error?.message}`,
+              120,
             ),
-          ],
-          (m) =>
-            `${m[1]}: ${m[2]}`
-              .replace(/'\/[^']*'/g, "'<path>'")
-              .replace(/[0-9a-f]{7,}/g, '…')
-              .slice(0, 120),
         );
         const ngReasons = count(
           commands.filter((c) => c.outcome === 'ng'),
-          (c) => (c.reason ?? '').replace(/[0-9a-f]{7,}/g, '…').slice(0, 60),
+          (c) => reasonKey(c.reason ?? '', 60),
         );
         const summary = {
           seed: SEED,
