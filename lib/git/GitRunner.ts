@@ -28,6 +28,16 @@ export interface GitSpawnOptions {
   readonly background?: boolean;
 }
 
+/**
+ * `-c safe.directory=*` for the git a script starts: configuration from the environment is
+ * command-line configuration, which git trusts for safe.directory.
+ */
+const TRUST_EVERY_OWNER = {
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'safe.directory',
+  GIT_CONFIG_VALUE_0: '*',
+};
+
 /** The nice value of background git processes (0 is normal, 19 the lowest priority). */
 const BACKGROUND_NICE = 10;
 
@@ -101,16 +111,39 @@ export class GitRunner {
 
   /** Spawns git once a budget slot is free; the slot is released when the child exits. */
   async spawn(args: readonly string[], options: GitSpawnOptions = {}): Promise<ChildProcess> {
+    return this.#start(this.#binary, ['-c', 'safe.directory=*', ...args], {}, options);
+  }
+
+  /**
+   * Runs `script` with /bin/sh, git's environment and one budget slot: `"$0"` is git (trusting
+   * every repository's owner, as spawn's git does) and `args` are the script's `"$@"`. For a step
+   * of a request made of a few git commands: each one spawned from here costs this process a fork,
+   * a copy of its page tables (about 13 ms at 200 MB of memory on a 2-core machine), and forks from
+   * a shell cost a fraction of that. The script must wait for every command it starts.
+   */
+  async spawnScript(
+    script: string,
+    args: readonly string[],
+    options: GitSpawnOptions = {},
+  ): Promise<ChildProcess> {
+    return this.#start('/bin/sh', ['-c', script, this.#binary, ...args], TRUST_EVERY_OWNER, options);
+  }
+
+  async #start(
+    binary: string,
+    args: readonly string[],
+    env: Readonly<Record<string, string>>,
+    options: GitSpawnOptions,
+  ): Promise<ChildProcess> {
     const release = options.withinSlot ? () => {} : await this.#budget.acquire(options.owner);
     try {
-      const gitArgs = ['-c', 'safe.directory=*', ...args];
       // nice(1) lowers the priority before git starts, so everything git starts inherits it.
       const [command, commandArgs] = options.background
-        ? ['nice', ['-n', String(BACKGROUND_NICE), this.#binary, ...gitArgs]]
-        : [this.#binary, gitArgs];
+        ? ['nice', ['-n', String(BACKGROUND_NICE), binary, ...args]]
+        : [binary, [...args]];
       const child = spawn(command, commandArgs, {
         cwd: options.cwd,
-        env: { ...this.#env, ...options.env },
+        env: { ...this.#env, ...env, ...options.env },
         stdio: options.stdio ?? ['pipe', 'pipe', 'pipe'],
       });
       child.once('close', release);

@@ -83,3 +83,33 @@ export function readPackIndex(idx: Buffer): PackIndex {
   const packHash = idx.toString('hex', idx.length - 2 * HASH_BYTES, idx.length - HASH_BYTES);
   return { oids, offsets, packHash };
 }
+
+/**
+ * How many distinct objects the packs hold together: each index lists its names sorted, so one
+ * merge of the lists counts each name once, however many of the packs hold it.
+ */
+export function distinctObjectCount(packs: readonly PackNames[]): number {
+  if (packs.length === 1) return packs[0]?.count ?? 0;
+  const heads = packs.map((pack) => ({ pack, i: 0 }));
+  let distinct = 0;
+  for (;;) {
+    let least: { pack: PackNames; i: number } | undefined;
+    for (const head of heads)
+      if (
+        head.i < head.pack.count &&
+        (least === undefined || nameOrder(head, least.pack.bytes, least.pack.nameAt(least.i)) < 0)
+      )
+        least = head;
+    if (least === undefined) return distinct;
+    distinct++;
+    const bytes = least.pack.bytes;
+    const at = least.pack.nameAt(least.i);
+    for (const head of heads) if (head.i < head.pack.count && nameOrder(head, bytes, at) === 0) head.i++;
+  }
+}
+
+/** How the name at a list's head sorts against the 20 bytes at `at` of `bytes`. */
+function nameOrder(head: { pack: PackNames; i: number }, bytes: Buffer, at: number): number {
+  const from = head.pack.nameAt(head.i);
+  return head.pack.bytes.compare(bytes, at, at + HASH_BYTES, from, from + HASH_BYTES);
+}

@@ -9,7 +9,8 @@
 import { createHash } from 'node:crypto';
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { bundleList } from '../protocol/bundleUri.js';
-import { type PackLink, type PackUriDeps, planFor } from './answerWithPackUris.js';
+import type { PackLink, PackUriDeps } from './answerWithPackUris.js';
+import { planFor } from './uriPlan.js';
 
 export interface BundleUriDeps extends PackUriDeps {
   readonly cache: PackUriDeps['cache'] & { isComplete(target: CacheTarget): Promise<boolean> };

@@ -18,6 +18,7 @@
  */
 import { Readable } from 'node:stream';
 import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
+import type { GitRunner } from '../git/GitRunner.js';
 import { wantsProtocolV2 } from '../git/uploadPack.js';
 import { type Logger, serializeError } from '../log.js';
 import { repeatableFetchOf } from '../protocol/repeatableFetch.js';
@@ -45,6 +46,8 @@ export interface FetchCache extends StateTargets {
 }
 
 export interface FetchDeps extends UploadPackDeps {
+  /** git, and scripts of git commands for the packfile-URI plan (uriPlan.ts). */
+  readonly git: Pick<GitRunner, 'spawn' | 'spawnScript'>;
   readonly cache: FetchCache;
   /** Answers upload-pack gave about immutable states, for the same questions again. */
   readonly refAnswers: StateAnswers;

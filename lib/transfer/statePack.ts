@@ -9,9 +9,9 @@ import { bundleHeader } from '../protocol/bundleUri.js';
 import type { ObjectStore, ObjectStream } from '../store/ObjectStore.js';
 import { packKey } from '../wal/keys.js';
 import type { LoadedIndex } from '../wal/types.js';
-import { statePacks } from './answerWithPackUris.js';
 import { PackNotInLog } from './errors.js';
 import { type StateTargets, targetFor } from './targetFor.js';
+import { statePacks } from './uriPlan.js';
 
 export interface StatePackDeps {
   readonly cache: StateTargets;

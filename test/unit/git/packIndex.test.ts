@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidPackIndex, readPackIndex, readPackNames } from '../../../lib/git/packIndex.js';
+import {
+  distinctObjectCount,
+  InvalidPackIndex,
+  readPackIndex,
+  readPackNames,
+} from '../../../lib/git/packIndex.js';
 
 /**
  * A version 2 index of `oids` (sorted), with `packHash` as the pack's checksum, and each object's
@@ -76,5 +81,28 @@ describe('readPackNames', () => {
     expect(() => readPackNames(Buffer.from('PACK'))).toThrow(InvalidPackIndex);
     const whole = index(['0a'.repeat(20)], 'c'.repeat(40));
     expect(() => readPackNames(whole.subarray(0, whole.length - 30))).toThrow(InvalidPackIndex);
+  });
+});
+
+describe('distinctObjectCount', () => {
+  const names = (oids: string[]) => readPackNames(index([...oids].sort(), 'c'.repeat(40)));
+  const oid = (byte: string) => byte.repeat(20);
+
+  it('counts an object held by several packs once', () => {
+    const a = names([oid('01'), oid('0a'), oid('7f')]);
+    const b = names([oid('0a'), oid('7f'), oid('80'), oid('ff')]);
+    const c = names([oid('01'), oid('ff')]);
+    expect(distinctObjectCount([a, b, c])).toBe(5);
+    expect(distinctObjectCount([a, a])).toBe(3);
+    expect(distinctObjectCount([b])).toBe(4);
+  });
+
+  it('tells names apart by their last byte, and counts nothing for no packs', () => {
+    const near = (last: string) => `${'0a'.repeat(19)}${last}`;
+    const a = names([near('01'), near('02')]);
+    const b = names([near('02'), near('03')]);
+    expect(distinctObjectCount([a, b])).toBe(3);
+    expect(distinctObjectCount([])).toBe(0);
+    expect(distinctObjectCount([names([]), a])).toBe(2);
   });
 });
