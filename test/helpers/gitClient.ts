@@ -1,5 +1,5 @@
 /** Runs the real git CLI as a client, isolated from the machine's configuration. */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,4 +79,20 @@ export async function commitFile(
   await gitOk(['add', name], { cwd: dir, home });
   await gitOk(['commit', '-q', '-m', message], { cwd: dir, home });
   return (await gitOk(['rev-parse', 'HEAD'], { cwd: dir, home })).trim();
+}
+
+/** gitSync's environment: none of the machine's configuration, and a fixed author and committer. */
+const SYNC_ENV = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 'a',
+  GIT_AUTHOR_EMAIL: 'a@example.com',
+  GIT_COMMITTER_NAME: 'a',
+  GIT_COMMITTER_EMAIL: 'a@example.com',
+};
+
+/** Runs git to its end and answers its output, for a test's setup; throws when git fails. */
+export function gitSync(cwd: string, args: readonly string[], input?: string | Buffer): Buffer {
+  return execFileSync('git', args, { cwd, env: SYNC_ENV, input, maxBuffer: 1 << 28 });
 }

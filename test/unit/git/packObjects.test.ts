@@ -3,7 +3,6 @@
  * offset deltas, reference deltas of a thin pack fixed by index-pack, tags of tags), compared with
  * `git cat-file`; and what it leaves to git (packs past the limits, objects outside the packs).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,19 +12,10 @@ import { GitRunner, type GitSpawnOptions } from '../../../lib/git/GitRunner.js';
 import { applyDelta, PackObjects } from '../../../lib/git/packObjects.js';
 import { peelTags } from '../../../lib/git/peelTags.js';
 import { ReceivedObjects } from '../../../lib/git/receivedObjects.js';
+import { gitSync } from '../../helpers/gitClient.js';
 
 let root: string;
-const env = {
-  ...process.env,
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_AUTHOR_NAME: 'a',
-  GIT_AUTHOR_EMAIL: 'a@example.com',
-  GIT_COMMITTER_NAME: 'a',
-  GIT_COMMITTER_EMAIL: 'a@example.com',
-};
-const git = (cwd: string, args: string[], input?: string | Buffer): Buffer =>
-  execFileSync('git', args, { cwd, env, input, maxBuffer: 1 << 28 });
+const git = gitSync;
 
 /** A GitRunner that counts the git processes it starts. */
 class CountingRunner extends GitRunner {

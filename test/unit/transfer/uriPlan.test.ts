@@ -5,7 +5,6 @@
  * and never names that pack; packs holding the same objects are counted once; and the inline pack
  * holds exactly the reachable objects the named packs lack.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,20 +14,11 @@ import { GitBudget } from '../../../lib/git/GitBudget.js';
 import { GitFailed, GitRunner, type GitSpawnOptions } from '../../../lib/git/GitRunner.js';
 import { inlinePackPath, planFor, type UriRequest } from '../../../lib/transfer/uriPlan.js';
 import type { LogItem } from '../../../lib/wal/types.js';
+import { gitSync } from '../../helpers/gitClient.js';
 
 let root: string;
 let work: string;
-const env = {
-  ...process.env,
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_AUTHOR_NAME: 'a',
-  GIT_AUTHOR_EMAIL: 'a@example.com',
-  GIT_COMMITTER_NAME: 'a',
-  GIT_COMMITTER_EMAIL: 'a@example.com',
-};
-const git = (cwd: string, args: string[], input?: string): string =>
-  execFileSync('git', args, { cwd, env, input, maxBuffer: 1 << 26 }).toString();
+const git = (cwd: string, args: string[], input?: string): string => gitSync(cwd, args, input).toString();
 
 /** A GitRunner that records the git commands and scripts it starts. */
 class RecordingRunner extends GitRunner {
@@ -120,7 +110,7 @@ async function objectsOfPack(path: string): Promise<string[]> {
   await writeFile(copy, await readFile(path));
   git(scratch, ['index-pack', copy]);
   const idx = await readFile(copy.replace(/\.pack$/, '.idx'));
-  return execFileSync('git', ['show-index'], { input: idx, env })
+  return gitSync(root, ['show-index'], idx)
     .toString()
     .split('\n')
     .filter(Boolean)
