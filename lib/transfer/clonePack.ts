@@ -181,24 +181,45 @@ export async function wholeClonePackAnswer(
   size: number,
   lines: Buffer = Buffer.alloc(0),
 ): Promise<Buffer> {
-  // Read whole first (one read, where side-band's 995-byte packets would take thousands), then
-  // framed: a copy of at most a few MiB, once per kept answer.
-  const data = Buffer.allocUnsafe(size);
-  for (let got = 0; got < size; ) {
-    const { bytesRead } = await pack.read(data, got, size - got, got);
-    if (bytesRead === 0) throw new Error(`the cached pack ended at ${got} of its ${size} bytes`);
-    got += bytesRead;
-  }
+  // The pack is read straight into its packets' data parts (scatter reads of up to MAX_SLOTS
+  // packets each), so the answer is the only buffer made and no byte is copied here: on a
+  // virtual machine the first writes to fresh memory cost more than the copy itself (3.6 MB read
+  // whole and then framed took 30 ms of CPU on a 2-core one, half of it in the second buffer).
   const answer = Buffer.allocUnsafe(wholeAnswerBytes(clone, size, lines));
   let end = lines.copy(answer, 0);
   end += encodePktLine(clone.preamble).copy(answer, end);
+  const parts: Buffer[] = [];
   for (let from = 0; from < size; from += clone.sidebandData) {
-    const part = data.subarray(from, Math.min(size, from + clone.sidebandData));
-    writeBand1Header(answer, end, part.length);
-    end += HEADER + part.copy(answer, end + HEADER);
+    const data = Math.min(clone.sidebandData, size - from);
+    writeBand1Header(answer, end, data);
+    parts.push(answer.subarray(end + HEADER, end + HEADER + data));
+    end += HEADER + data;
+  }
+  for (let i = 0, position = 0; i < parts.length; i += MAX_SLOTS) {
+    const batch = parts.slice(i, i + MAX_SLOTS);
+    await readFully(pack, batch, position, size);
+    position += batch.reduce((sum, part) => sum + part.length, 0);
   }
   FLUSH_PKT.copy(answer, end);
   return answer;
+}
+
+/**
+ * Fills `parts` from `pack` at `position` and on, one scatter read at a time, or throws if the
+ * file ends first (at most `size` bytes were expected of it).
+ */
+async function readFully(pack: FileHandle, parts: readonly Buffer[], position: number, size: number) {
+  let left = [...parts];
+  let at = position;
+  while (left.length > 0) {
+    const { bytesRead } = await pack.readv(left, at);
+    if (bytesRead === 0) throw new Error(`the cached pack ended at ${at} of its ${size} bytes`);
+    at += bytesRead;
+    // Drop the parts filled; the one read into part way goes on from where the read stopped.
+    let read = bytesRead;
+    while (left.length > 0 && read >= (left[0] as Buffer).length) read -= (left.shift() as Buffer).length;
+    if (read > 0 && left.length > 0) left = [(left[0] as Buffer).subarray(read), ...left.slice(1)];
+  }
 }
 
 /**
