@@ -113,3 +113,30 @@ function nameOrder(head: { pack: PackNames; i: number }, bytes: Buffer, at: numb
   const from = head.pack.nameAt(head.i);
   return head.pack.bytes.compare(bytes, at, at + HASH_BYTES, from, from + HASH_BYTES);
 }
+
+/**
+ * Whether every object of `pack` is in one of `others`: found in each by the index's fan-out
+ * table (the range of names with its first byte) and a binary search in that range.
+ */
+export function heldByOthers(pack: PackNames, others: readonly PackNames[]): boolean {
+  for (let i = 0; i < pack.count; i++) {
+    const at = pack.nameAt(i);
+    if (!others.some((other) => holds(other, pack.bytes, at))) return false;
+  }
+  return true;
+}
+
+function holds(pack: PackNames, bytes: Buffer, at: number): boolean {
+  const first = bytes[at] as number;
+  let lo = first === 0 ? 0 : pack.bytes.readUInt32BE(FANOUT_AT + (first - 1) * 4);
+  let hi = pack.bytes.readUInt32BE(FANOUT_AT + first * 4);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const from = pack.nameAt(mid);
+    const order = pack.bytes.compare(bytes, at, at + HASH_BYTES, from, from + HASH_BYTES);
+    if (order === 0) return true;
+    if (order < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return false;
+}

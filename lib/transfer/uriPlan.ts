@@ -26,7 +26,7 @@ import { childExit } from '../git/childOutput.js';
 import { GitFailed, type GitRunner } from '../git/GitRunner.js';
 import { ObjectList } from '../git/ObjectList.js';
 import { PACK_CACHE_DIR } from '../git/packCacheHook.js';
-import { distinctObjectCount, type PackNames, readPackNames } from '../git/packIndex.js';
+import { distinctObjectCount, heldByOthers, type PackNames, readPackNames } from '../git/packIndex.js';
 
 export interface PlanDeps {
   readonly git: Pick<GitRunner, 'spawn' | 'spawnScript'>;
@@ -125,7 +125,7 @@ async function planOfLargest(
   stored: readonly StoredPack[],
   owner: string,
 ): Promise<UriPlan | null> {
-  const packs = stored.slice(0, MAX_URI_PACKS);
+  const packs = largestDistinct(stored);
   let inline = -1;
   const kept = await keep(inlinePackPath(generation.dir, request.key), async (part) => {
     const wants = `${part}.wants`;
@@ -181,9 +181,15 @@ async function planByObject(
     const members = reachableMembers(pack.names, reachable);
     if (members !== null) candidates.push({ pack, members });
   }
-  const chosen = candidates.slice(0, MAX_URI_PACKS);
+  // As largestDistinct: a pack whose objects the larger chosen ones all hold is left out.
+  const chosen: typeof candidates = [];
   const covered = new Uint8Array(reachable.size);
-  for (const { members } of chosen) for (const i of members) covered[i] = 1;
+  for (const candidate of candidates) {
+    if (chosen.length === MAX_URI_PACKS) break;
+    if (candidate.members.every((i) => covered[i] === 1)) continue;
+    chosen.push(candidate);
+    for (const i of candidate.members) covered[i] = 1;
+  }
   const rest: string[] = [];
   for (let i = 0; i < reachable.size; i++) if (covered[i] === 0) rest.push(reachable.line(i));
   if (chosen.length > 0) {
@@ -196,6 +202,28 @@ async function planByObject(
     chosen.map(({ pack }) => pack),
     rest.length,
   );
+}
+
+/**
+ * The largest stored packs, at most MAX_URI_PACKS, leaving out any whose objects the larger ones
+ * chosen already hold (a branch pushed again after a force-push moved it away): the client would
+ * download those objects twice.
+ */
+function largestDistinct(stored: readonly StoredPack[]): StoredPack[] {
+  const chosen: StoredPack[] = [];
+  for (const pack of stored) {
+    if (chosen.length === MAX_URI_PACKS) break;
+    if (
+      chosen.length > 0 &&
+      heldByOthers(
+        pack.names,
+        chosen.map((c) => c.names),
+      )
+    )
+      continue;
+    chosen.push(pack);
+  }
+  return chosen;
 }
 
 function planOf(packs: readonly StoredPack[], inline: number): UriPlan {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   distinctObjectCount,
+  heldByOthers,
   InvalidPackIndex,
   readPackIndex,
   readPackNames,
@@ -104,5 +105,29 @@ describe('distinctObjectCount', () => {
     expect(distinctObjectCount([a, b])).toBe(3);
     expect(distinctObjectCount([])).toBe(0);
     expect(distinctObjectCount([names([]), a])).toBe(2);
+  });
+});
+
+describe('heldByOthers', () => {
+  const names = (oids: string[]) => readPackNames(index([...oids].sort(), 'c'.repeat(40)));
+  const oid = (byte: string) => byte.repeat(20);
+
+  it('tells whether other packs between them hold every object of a pack', () => {
+    const small = names([oid('00'), oid('7f'), oid('ff')]);
+    const low = names([oid('00'), oid('10'), oid('7f')]);
+    const high = names([oid('80'), oid('ff')]);
+    expect(heldByOthers(small, [low, high])).toBe(true);
+    expect(heldByOthers(small, [low])).toBe(false);
+    expect(heldByOthers(small, [high])).toBe(false);
+    expect(heldByOthers(small, [])).toBe(false);
+    expect(heldByOthers(names([]), [low])).toBe(true);
+  });
+
+  it('finds a name among many that start alike, not one a byte away', () => {
+    const near = (last: number) => `0a${'00'.repeat(18)}${last.toString(16).padStart(2, '0')}`;
+    const many = names(Array.from({ length: 200 }, (_, i) => near(i)));
+    expect(heldByOthers(names([near(0), near(117), near(199)]), [many])).toBe(true);
+    expect(heldByOthers(names([near(200)]), [many])).toBe(false);
+    expect(heldByOthers(names([`0b${'00'.repeat(19)}`]), [many])).toBe(false);
   });
 });

@@ -188,29 +188,61 @@ describe('planFor', () => {
     expect(inline).not.toContain(tips.a3);
   });
 
-  it('counts objects held by two packs once, and names both', async () => {
-    const { generation, target, names } = await state('twice', [[tips.a3], [tips.a3]], {
-      'refs/heads/a': tips.a3,
-    });
-    expect(new Set(names).size).toBe(1);
-    const other = await state('overlap', [[tips.a3], [tips.a3, tips.b2]], {
+  it('counts objects two named packs share once', async () => {
+    // a's first commit is in both packs; neither holds all of the other's objects.
+    const { generation, target, names } = await state('overlap', [[tips.a3], [tips.b2, tips.a1]], {
       'refs/heads/a': tips.a3,
       'refs/heads/b': tips.b2,
     });
     const git2 = runner();
     const plan = await planFor(
       { git: git2 },
-      other.generation,
-      other.target,
+      generation,
+      target,
       request('overlap', [tips.a3, tips.b2]),
       'test',
     );
-    expect(new Set(plan.packs.map((p) => p.name))).toEqual(new Set(other.names));
+    expect(new Set(plan.packs.map((p) => p.name))).toEqual(new Set(names));
     expect(plan.inline).toBe(0);
-    expect(listed(git2.spawned)).toEqual([]);
-    // The one-pack state is planned the same way.
-    const one = await planFor({ git: runner() }, generation, target, request('twice', [tips.a3]), 'test');
-    expect(one).toEqual({ v: 2, packs: [{ name: names[0], hash: expect.any(String) }], inline: 0 });
+    expect(git2.spawned).toEqual(['a script']);
+  });
+
+  it('leaves out a pack whose objects a larger named one holds', async () => {
+    // a pushed again after a force-push had moved it away: its second pack repeats the first.
+    const { generation, target, names } = await state('inside', [[tips.a3], [tips.a3, tips.b2]], {
+      'refs/heads/a': tips.a3,
+      'refs/heads/b': tips.b2,
+    });
+    const git2 = runner();
+    const plan = await planFor(
+      { git: git2 },
+      generation,
+      target,
+      request('inside', [tips.a3, tips.b2]),
+      'test',
+    );
+    expect(plan).toEqual({ v: 2, packs: [{ name: names[1], hash: expect.any(String) }], inline: 0 });
+    expect(git2.spawned).toEqual(['a script']);
+    // The same when the objects are looked at one by one: the largest pack holds what no ref
+    // reaches, the next is all of b, the smallest b's first commit.
+    const b1 = git(work, ['rev-parse', `${tips.b2}^`]).trim();
+    const forced = await state('inside-forced', [[tips.a3, tips.b2], [tips.b2], [b1]], {
+      'refs/heads/b': tips.b2,
+    });
+    const git3 = runner();
+    const byObject = await planFor(
+      { git: git3 },
+      forced.generation,
+      forced.target,
+      request('inside-forced', [tips.b2]),
+      'test',
+    );
+    expect(byObject).toEqual({
+      v: 2,
+      packs: [{ name: forced.names[1], hash: expect.any(String) }],
+      inline: 0,
+    });
+    expect(listed(git3.spawned)).toHaveLength(1);
   });
 
   it('fails as git failed when a want is not in the store, and leaves no file behind', async () => {
