@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CacheTarget, Generation } from '../../../lib/cache/RepoCache.js';
 import { GitBudget } from '../../../lib/git/GitBudget.js';
 import { GitFailed, GitRunner, type GitSpawnOptions } from '../../../lib/git/GitRunner.js';
-import { inlinePackPath, planFor, type UriRequest } from '../../../lib/transfer/uriPlan.js';
+import { inlinePackPath, planFor, type UriPlan, type UriRequest } from '../../../lib/transfer/uriPlan.js';
 import type { LogItem } from '../../../lib/wal/types.js';
 import { gitSync } from '../../helpers/gitClient.js';
 
@@ -131,6 +131,19 @@ function request(key: string, wants: readonly string[]): UriRequest {
 }
 
 const runner = () => new RecordingRunner({ budget: new GitBudget(4, 0), home: root });
+
+/** The plan of a state (see state()) for clones of all its refs, and what git it started. */
+async function planned(
+  label: string,
+  packs: readonly string[][],
+  refs: Record<string, string>,
+): Promise<{ plan: UriPlan; spawned: string[]; names: string[] }> {
+  const { generation, target, names } = await state(label, packs, refs);
+  const recording = runner();
+  const wants = [...new Set(Object.values(refs))];
+  const plan = await planFor({ git: recording }, generation, target, request(label, wants), 'test');
+  return { plan, spawned: recording.spawned, names };
+}
 const listed = (spawned: readonly string[]) =>
   spawned.filter((c) => c.startsWith('rev-list') && !c.includes('--count'));
 
@@ -190,59 +203,35 @@ describe('planFor', () => {
 
   it('counts objects two named packs share once', async () => {
     // a's first commit is in both packs; neither holds all of the other's objects.
-    const { generation, target, names } = await state('overlap', [[tips.a3], [tips.b2, tips.a1]], {
-      'refs/heads/a': tips.a3,
-      'refs/heads/b': tips.b2,
-    });
-    const git2 = runner();
-    const plan = await planFor(
-      { git: git2 },
-      generation,
-      target,
-      request('overlap', [tips.a3, tips.b2]),
-      'test',
-    );
+    const both = { 'refs/heads/a': tips.a3, 'refs/heads/b': tips.b2 };
+    const { plan, spawned, names } = await planned('overlap', [[tips.a3], [tips.b2, tips.a1]], both);
     expect(new Set(plan.packs.map((p) => p.name))).toEqual(new Set(names));
     expect(plan.inline).toBe(0);
-    expect(git2.spawned).toEqual(['a script']);
+    expect(spawned).toEqual(['a script']);
   });
 
   it('leaves out a pack whose objects a larger named one holds', async () => {
     // a pushed again after a force-push had moved it away: its second pack repeats the first.
-    const { generation, target, names } = await state('inside', [[tips.a3], [tips.a3, tips.b2]], {
-      'refs/heads/a': tips.a3,
-      'refs/heads/b': tips.b2,
+    const both = { 'refs/heads/a': tips.a3, 'refs/heads/b': tips.b2 };
+    const inside = await planned('inside', [[tips.a3], [tips.a3, tips.b2]], both);
+    expect(inside.plan).toEqual({
+      v: 2,
+      packs: [{ name: inside.names[1], hash: expect.any(String) }],
+      inline: 0,
     });
-    const git2 = runner();
-    const plan = await planFor(
-      { git: git2 },
-      generation,
-      target,
-      request('inside', [tips.a3, tips.b2]),
-      'test',
-    );
-    expect(plan).toEqual({ v: 2, packs: [{ name: names[1], hash: expect.any(String) }], inline: 0 });
-    expect(git2.spawned).toEqual(['a script']);
+    expect(inside.spawned).toEqual(['a script']);
     // The same when the objects are looked at one by one: the largest pack holds what no ref
     // reaches, the next is all of b, the smallest b's first commit.
     const b1 = git(work, ['rev-parse', `${tips.b2}^`]).trim();
-    const forced = await state('inside-forced', [[tips.a3, tips.b2], [tips.b2], [b1]], {
+    const forced = await planned('inside-forced', [[tips.a3, tips.b2], [tips.b2], [b1]], {
       'refs/heads/b': tips.b2,
     });
-    const git3 = runner();
-    const byObject = await planFor(
-      { git: git3 },
-      forced.generation,
-      forced.target,
-      request('inside-forced', [tips.b2]),
-      'test',
-    );
-    expect(byObject).toEqual({
+    expect(forced.plan).toEqual({
       v: 2,
       packs: [{ name: forced.names[1], hash: expect.any(String) }],
       inline: 0,
     });
-    expect(listed(git3.spawned)).toHaveLength(1);
+    expect(listed(forced.spawned)).toHaveLength(1);
   });
 
   it('fails as git failed when a want is not in the store, and leaves no file behind', async () => {
