@@ -294,18 +294,7 @@ export class GitRunner {
     args: readonly string[],
     options: GitSpawnOptions & { input?: string | Buffer } = {},
   ): Promise<GitResult> {
-    const child = await this.spawn(args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout?.on('data', (d: Buffer) => stdout.push(d));
-    child.stderr?.on('data', (d: Buffer) => stderr.push(d));
-    child.stdin?.on('error', () => {});
-    child.stdin?.end(options.input ?? '');
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', resolve);
-    });
-    return { code, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString('utf8') };
+    return collect(await this.spawn(args, { ...options, stdio: PIPES }), options.input);
   }
 
   /** Like run, but throws GitFailed on a non-zero exit. */
@@ -317,6 +306,35 @@ export class GitRunner {
     if (result.code !== 0) throw new GitFailed(args, result.code, result.stderr);
     return result.stdout;
   }
+
+  /** Like check, for a script of git commands (spawnScript); what it printed. */
+  async checkScript(
+    script: string,
+    args: readonly string[],
+    options: GitSpawnOptions & { input?: string | Buffer } = {},
+  ): Promise<Buffer> {
+    const child = await this.spawnScript(script, args, { ...options, stdio: PIPES });
+    const { code, stdout, stderr } = await collect(child, options.input);
+    if (code !== 0) throw new GitFailed(['sh', ...args], code, stderr);
+    return stdout;
+  }
+}
+
+const PIPES: StdioOptions = ['pipe', 'pipe', 'pipe'];
+
+/** Feeds `input` to a child and collects what it writes until it exits. */
+async function collect(child: ChildProcess, input: string | Buffer | undefined): Promise<GitResult> {
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  child.stdout?.on('data', (d: Buffer) => stdout.push(d));
+  child.stderr?.on('data', (d: Buffer) => stderr.push(d));
+  child.stdin?.on('error', () => {});
+  child.stdin?.end(input ?? '');
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  return { code, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString('utf8') };
 }
 
 /** Whether `child` and its pipes keep this process's event loop alive. */

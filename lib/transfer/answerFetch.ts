@@ -47,7 +47,7 @@ export interface FetchCache extends StateTargets {
 
 export interface FetchDeps extends UploadPackDeps {
   /** git, and scripts of git commands for the packfile-URI plan (uriPlan.ts). */
-  readonly git: Pick<GitRunner, 'spawn' | 'spawnScript'>;
+  readonly git: Pick<GitRunner, 'spawn' | 'check' | 'checkScript'>;
   readonly cache: FetchCache;
   /** Answers upload-pack gave about immutable states, for the same questions again. */
   readonly refAnswers: StateAnswers;

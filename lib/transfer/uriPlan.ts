@@ -29,7 +29,7 @@ import { PACK_CACHE_DIR } from '../git/packCacheHook.js';
 import { distinctObjectCount, heldByOthers, type PackNames, readPackNames } from '../git/packIndex.js';
 
 export interface PlanDeps {
-  readonly git: Pick<GitRunner, 'spawn' | 'spawnScript'>;
+  readonly git: Pick<GitRunner, 'spawn' | 'check' | 'checkScript'>;
 }
 
 /** Stored packs a clone may fetch itself, and how many objects the inline part holds. */
@@ -84,9 +84,7 @@ export async function planFor(
       : ((await planOfLargest(deps, generation, request, stored, owner)) ??
         (await planByObject(deps, generation, request, stored, owner)));
   // Written last: its presence says the inline pack is whole.
-  await keep(join(cache, `${request.key}${PLAN_SUFFIX}`), async (part) =>
-    writeFile(part, JSON.stringify(plan)),
-  );
+  await keep(join(cache, `${request.key}${PLAN_SUFFIX}`), (part) => writeFile(part, JSON.stringify(plan)));
   return plan;
 }
 
@@ -137,8 +135,10 @@ async function planOfLargest(
       ];
       // The generation borrows its objects (objects/info/alternates), and git honours --keep-pack
       // only for packs of the repository's own object directory: the store is named as that.
-      const out = await gitOutput(deps, generation, COUNT_AND_PACK, [wants, part, ...options], owner, {
-        GIT_OBJECT_DIRECTORY: generation.objects,
+      const out = await deps.git.checkScript(COUNT_AND_PACK, [wants, part, ...options], {
+        cwd: generation.dir,
+        owner,
+        env: { GIT_OBJECT_DIRECTORY: generation.objects },
       });
       const reachable = Number(out.toString().trim());
       if (!Number.isSafeInteger(reachable))
@@ -276,34 +276,12 @@ async function reachableObjects(
   wants: readonly string[],
   owner: string,
 ): Promise<Buffer> {
-  const args = ['rev-list', '--objects', '--use-bitmap-index', '--stdin'];
-  const child = await deps.git.spawn(args, { cwd: generation.dir, owner });
-  const exit = childExit(child);
-  const chunks: Buffer[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
-  child.stdin?.end(wants.map((oid) => `${oid}\n`).join(''));
-  const result = await exit;
-  if (result.code !== 0) throw new GitFailed(args, result.code, result.stderr);
-  return Buffer.concat(chunks);
-}
-
-/** What a script of git commands (GitRunner.spawnScript) printed, or GitFailed. */
-async function gitOutput(
-  deps: PlanDeps,
-  generation: Generation,
-  script: string,
-  args: readonly string[],
-  owner: string,
-  env: Readonly<Record<string, string>>,
-): Promise<Buffer> {
-  const child = await deps.git.spawnScript(script, args, { cwd: generation.dir, owner, env });
-  const exit = childExit(child);
-  const chunks: Buffer[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
-  child.stdin?.end();
-  const result = await exit;
-  if (result.code !== 0) throw new GitFailed(['sh', ...args.slice(2)], result.code, result.stderr);
-  return Buffer.concat(chunks);
+  const input = wants.map((oid) => `${oid}\n`).join('');
+  return deps.git.check(['rev-list', '--objects', '--use-bitmap-index', '--stdin'], {
+    cwd: generation.dir,
+    owner,
+    input,
+  });
 }
 
 /** A self-contained pack at `path` of the objects `input` names, one line each. */

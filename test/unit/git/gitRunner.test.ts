@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childExit } from '../../../lib/git/childOutput.js';
 import { GitBudget } from '../../../lib/git/GitBudget.js';
-import { GitRunner } from '../../../lib/git/GitRunner.js';
+import { GitFailed, GitRunner } from '../../../lib/git/GitRunner.js';
 
 let root: string;
 
@@ -57,6 +57,17 @@ describe('GitRunner.spawnScript', () => {
     const exit = await childExit(refused);
     expect(exit.code).not.toBe(0);
     expect(exit.stderr).toMatch(/dubious ownership/);
+  });
+
+  it('checks a script as check checks git: its output, its input, and GitFailed when it fails', async () => {
+    const runner = new GitRunner({ budget: new GitBudget(2, 0), home: root });
+    const out = await runner.checkScript('"$0" hash-object --stdin', [], { input: 'narwal\n' });
+    expect(out.toString().trim()).toBe(
+      (await runner.check(['hash-object', '--stdin'], { input: 'narwal\n' })).toString().trim(),
+    );
+    const failing = runner.checkScript('"$0" rev-parse --verify "$1"', ['no-such-ref'], { cwd: root });
+    await expect(failing).rejects.toBeInstanceOf(GitFailed);
+    await expect(failing).rejects.toThrow(/failed \(128\)/);
   });
 
   it('holds one budget slot until the script exits', async () => {
