@@ -7,7 +7,10 @@
  *   measured plain (the target's reference) and followed by `sync FILE`, since narwal makes an
  *   object durable before it answers. The same curl transfers to a bare node:http server that
  *   writes the body to a file and flushes it / serves the file (no hashing, no checks) measure
- *   what the HTTP hop alone costs on this machine: a floor for any server in Node.
+ *   what the HTTP hop alone costs on this machine: a floor for any server in Node. Two more floors
+ *   are timed in the same run: SHA-256 of the whole object in this process (node's crypto, the hash
+ *   narwal computes on every upload), and curl copying the file to a file with no server at all
+ *   (`file://`), the client's own part of every transfer.
  * - the batch call for 1,000 objects on a store with L ms added to every operation (standing in
  *   for S3): download of 1,000 stored objects, upload of the same (nothing to send), and upload of
  *   1,000 the store lacks.
@@ -15,7 +18,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -36,6 +39,10 @@ export interface LfsTransferResult {
   /** Wall times in ms, one per run. */
   readonly cpMs: number[];
   readonly cpSyncMs: number[];
+  /** SHA-256 of the object, in memory, in this process: the hashing an upload cannot skip. */
+  readonly hashMs: number[];
+  /** curl copying the file to a file by itself (`file://`): the client's own part. */
+  readonly curlMs: number[];
   readonly uploadMs: number[];
   readonly downloadMs: number[];
   /** The bare node:http server's upload (written with fsync) and download. */
@@ -89,7 +96,7 @@ export async function lfsBench(options: {
     await createRepo(fast, options.home, dir);
     transfer = await transfers(fast, auth, dir, dataDir, options);
     options.log(
-      `  ${mb(options.bytes)}: cp ${median(transfer.cpMs).toFixed(0)} ms (with fsync ${median(transfer.cpSyncMs).toFixed(0)} ms), upload ${median(transfer.uploadMs).toFixed(0)} ms, download ${median(transfer.downloadMs).toFixed(0)} ms; bare node:http ${median(transfer.floorUploadMs).toFixed(0)} ms up, ${median(transfer.floorDownloadMs).toFixed(0)} ms down`,
+      `  ${mb(options.bytes)}: cp ${median(transfer.cpMs).toFixed(0)} ms (with fsync ${median(transfer.cpSyncMs).toFixed(0)} ms), SHA-256 ${median(transfer.hashMs).toFixed(0)} ms, curl alone ${median(transfer.curlMs).toFixed(0)} ms, upload ${median(transfer.uploadMs).toFixed(0)} ms, download ${median(transfer.downloadMs).toFixed(0)} ms; bare node:http ${median(transfer.floorUploadMs).toFixed(0)} ms up, ${median(transfer.floorDownloadMs).toFixed(0)} ms down`,
     );
     // The objects the batch asks about, stored through the server with no added latency.
     for (let i = 0; i < options.objects; i++) {
@@ -176,6 +183,8 @@ async function transfers(
     bytes: options.bytes,
     cpMs: [],
     cpSyncMs: [],
+    hashMs: [],
+    curlMs: [],
     uploadMs: [],
     downloadMs: [],
     floorUploadMs: [],
@@ -183,6 +192,7 @@ async function transfers(
   };
   const object = [{ oid, size: options.bytes }];
   const floor = await bareServer(copy, source);
+  const bytes = await readFile(source);
   for (let r = 0; r < options.runs; r++) {
     await rm(copy, { force: true });
     result.cpMs.push(await timed(() => run('cp', [source, copy])));
@@ -193,6 +203,9 @@ async function transfers(
         await run('sync', [copy]);
       }),
     );
+    await rm(copy, { force: true });
+    result.hashMs.push(await timed(async () => createHash('sha256').update(bytes).digest('hex')));
+    result.curlMs.push(await timed(() => curl(['-o', copy, `file://${source}`])));
     await rm(copy, { force: true });
     // Each upload stores the object anew: the one before is removed, outside the measurement.
     await rm(stored, { force: true });

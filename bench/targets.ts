@@ -251,7 +251,7 @@ export function evaluateTargets(r: BenchResults): TargetRow[] {
         target: `Git LFS ${what} of a ${size} object, embedded store, against cp`,
         seed: '-',
         server: 'narwal',
-        measured: `${ratio.toFixed(2)}x (${ms(median(times))}; cp ${ms(cp)}, cp and fsync ${ms(median(t.cpSyncMs))}, bare node:http ${ms(median(floor))})`,
+        measured: `${ratio.toFixed(2)}x (${ms(median(times))}; cp ${ms(cp)}, cp and fsync ${ms(median(t.cpSyncMs))}, SHA-256 alone ${ms(median(t.hashMs))}, curl alone ${ms(median(t.curlMs))}, bare node:http ${ms(median(floor))})`,
         goal: '>= 0.8x',
         pass: ratio >= 0.8,
         miss: ratio >= 0.8 ? '' : `${((0.8 / ratio - 1) * 100).toFixed(0)}% too slow`,
