@@ -8,6 +8,7 @@
  * calls flush what was written before them, whatever else is in flight on the file
  * (https://man7.org/linux/man-pages/man2/fsync.2.html). Chunks are gathered into writes of
  * `writeBytes`: a write per 64 KiB socket chunk costs a system call and a trip to libuv's pool each.
+ * Each such write is one writev(2) of the chunks themselves, not of a copy of them.
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
@@ -79,16 +80,21 @@ export class DurableFileWriter extends Writable {
   async #flush(): Promise<void> {
     const handle = this.#handle;
     if (handle === undefined || this.#pendingBytes === 0) return;
-    const data = this.#pending.length === 1 ? (this.#pending[0] as Buffer) : Buffer.concat(this.#pending);
+    let chunks = this.#pending;
+    const bytes = this.#pendingBytes;
     this.#pending = [];
     this.#pendingBytes = 0;
+    // One writev(2) of the chunks as they came: gathering them into one buffer first would copy
+    // every byte into memory the process has not touched yet, which costs more than the copy.
     // A write to a regular file may be short (write(2)): go on from where it stopped.
-    for (let offset = 0; offset < data.length; ) {
-      const { bytesWritten } = await handle.write(data, offset, data.length - offset, this.#position);
-      offset += bytesWritten;
+    for (let left = bytes; left > 0; ) {
+      const { bytesWritten } = await handle.writev(chunks, this.#position);
+      if (bytesWritten <= 0) throw new Error(`${this.#path}: writev wrote nothing`);
       this.#position += bytesWritten;
+      left -= bytesWritten;
+      if (left > 0) chunks = unwritten(chunks, bytesWritten);
     }
-    this.#sinceSync += data.length;
+    this.#sinceSync += bytes;
     if (this.#sinceSync >= this.#options.syncBytes && this.#syncing === undefined) {
       this.#sinceSync = 0;
       this.#syncing = handle.datasync().then(
@@ -107,4 +113,18 @@ export class DurableFileWriter extends Writable {
     const error = this.#syncError;
     return error === undefined ? null : error instanceof Error ? error : new Error(String(error));
   }
+}
+
+/** What is left of `chunks` once their first `written` bytes are on disk. */
+export function unwritten(chunks: readonly Buffer[], written: number): Buffer[] {
+  const rest: Buffer[] = [];
+  let skip = written;
+  for (const chunk of chunks) {
+    if (skip >= chunk.length) skip -= chunk.length;
+    else {
+      rest.push(skip > 0 ? chunk.subarray(skip) : chunk);
+      skip = 0;
+    }
+  }
+  return rest;
 }
