@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../../lib/git/packCacheHook.js';
 import { commitFile, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { livePaths } from '../helpers/liveTree.js';
 import { type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 
 let home: string;
@@ -42,7 +43,7 @@ const uploadPacks = () => traced('start', (a) => a === 'upload-pack');
 /** Paths (under the cache directory) of the cached packs and their second names. */
 async function cached(suffix: string): Promise<string[]> {
   const root = join(server.dataDir, 'cache');
-  const names = (await readdir(root, { recursive: true })) as string[];
+  const names = await livePaths(root);
   return names
     .filter((n) => n.split('/').at(-2) === PACK_CACHE_DIR && n.endsWith(suffix))
     .map((n) => join(root, n));

@@ -15,6 +15,7 @@ import { GitBudget } from '../../lib/git/GitBudget.js';
 import { GitRunner } from '../../lib/git/GitRunner.js';
 import { silentLogger } from '../../lib/log.js';
 import { commitFile, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { livePaths } from '../helpers/liveTree.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
 const run = promisify(execFile);
@@ -115,10 +116,7 @@ describe('multi-pack-index', () => {
         await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
       }
       const cache = join(server.dataDir, 'cache');
-      const find = async () =>
-        ((await readdir(cache, { recursive: true })) as string[]).filter((n) =>
-          n.endsWith('pack/multi-pack-index'),
-        );
+      const find = async () => (await livePaths(cache)).filter((n) => n.endsWith('pack/multi-pack-index'));
       await vi.waitFor(async () => expect(await find()).toHaveLength(1), { timeout: 20_000, interval: 100 });
       const clone = join(dir, 'clone.git');
       await gitOk(['clone', '-q', '--bare', url, clone], { home });

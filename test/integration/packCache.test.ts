@@ -6,13 +6,14 @@
  * NARWAL_PACK_CACHE=0 turns it off.
  */
 import { execFile } from 'node:child_process';
-import { readdir, truncate } from 'node:fs/promises';
+import { truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
 import { PACK_CACHE_DIR } from '../../lib/git/packCacheHook.js';
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { livePaths } from '../helpers/liveTree.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
 const run = promisify(execFile);
@@ -21,7 +22,7 @@ let home: string;
 /** Every cached pack under the cache directory, as paths relative to it. */
 async function cachedPacks(server: RunningNarwal): Promise<string[]> {
   const root = join(server.dataDir, 'cache');
-  const names = (await readdir(root, { recursive: true })) as string[];
+  const names = await livePaths(root);
   return names.filter((n) => n.split('/').at(-2) === PACK_CACHE_DIR && n.endsWith('.pack')).sort();
 }
 

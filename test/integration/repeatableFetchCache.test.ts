@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACK_CACHE_DIR } from '../../lib/git/packCacheHook.js';
 import { gitOk, makeHome } from '../helpers/gitClient.js';
+import { liveTree } from '../helpers/liveTree.js';
 import { type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 
 let home: string;
@@ -63,11 +64,11 @@ async function freshRepo(): Promise<string> {
 
 /** Removes every generation's kept answers (the pack cache hook's files) from the server's cache. */
 async function removeKeptPacks(): Promise<void> {
-  const dirs = (await readdir(server.dataDir, { recursive: true, withFileTypes: true })).filter(
-    (entry) => entry.isDirectory() && entry.name === PACK_CACHE_DIR,
+  const dirs = (await liveTree(server.dataDir)).filter(
+    (entry) => entry.directory && entry.path.split('/').at(-1) === PACK_CACHE_DIR,
   );
   expect(dirs.length).toBeGreaterThan(0);
-  for (const dir of dirs) await rm(join(dir.parentPath, dir.name), { recursive: true, force: true });
+  for (const dir of dirs) await rm(join(server.dataDir, dir.path), { recursive: true, force: true });
 }
 
 /** What a fetch left in a client repository: refs, shallow boundary, objects; fsck must pass. */
