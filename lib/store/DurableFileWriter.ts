@@ -12,6 +12,7 @@
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
+import { buffersAfter } from '../util/buffersAfter.js';
 
 export interface DurableFileWriterOptions {
   /** Bytes gathered before they are written. */
@@ -92,7 +93,7 @@ export class DurableFileWriter extends Writable {
       if (bytesWritten <= 0) throw new Error(`${this.#path}: writev wrote nothing`);
       this.#position += bytesWritten;
       left -= bytesWritten;
-      if (left > 0) chunks = unwritten(chunks, bytesWritten);
+      if (left > 0) chunks = buffersAfter(chunks, bytesWritten);
     }
     this.#sinceSync += bytes;
     if (this.#sinceSync >= this.#options.syncBytes && this.#syncing === undefined) {
@@ -113,18 +114,4 @@ export class DurableFileWriter extends Writable {
     const error = this.#syncError;
     return error === undefined ? null : error instanceof Error ? error : new Error(String(error));
   }
-}
-
-/** What is left of `chunks` once their first `written` bytes are on disk. */
-export function unwritten(chunks: readonly Buffer[], written: number): Buffer[] {
-  const rest: Buffer[] = [];
-  let skip = written;
-  for (const chunk of chunks) {
-    if (skip >= chunk.length) skip -= chunk.length;
-    else {
-      rest.push(skip > 0 ? chunk.subarray(skip) : chunk);
-      skip = 0;
-    }
-  }
-  return rest;
 }

@@ -20,6 +20,7 @@ import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../git/packCacheHook.js';
 import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { linesBeforePack, PACK_HEADER } from '../protocol/shallowInfo.js';
+import { buffersAfter } from '../util/buffersAfter.js';
 import type { RecyclingBody } from '../util/RecyclingBody.js';
 import { KeptLines } from './KeptLines.js';
 
@@ -208,17 +209,18 @@ export async function wholeClonePackAnswer(
  * Fills `parts` from `pack` at `position` and on, one scatter read at a time, or throws if the
  * file ends first (at most `size` bytes were expected of it).
  */
-async function readFully(pack: FileHandle, parts: readonly Buffer[], position: number, size: number) {
-  let left = [...parts];
-  let at = position;
-  while (left.length > 0) {
+async function readFully(
+  pack: FileHandle,
+  parts: readonly Buffer[],
+  position: number,
+  size: number,
+): Promise<void> {
+  let left = parts;
+  for (let at = position; left.length > 0; ) {
     const { bytesRead } = await pack.readv(left, at);
     if (bytesRead === 0) throw new Error(`the cached pack ended at ${at} of its ${size} bytes`);
     at += bytesRead;
-    // Drop the parts filled; the one read into part way goes on from where the read stopped.
-    let read = bytesRead;
-    while (left.length > 0 && read >= (left[0] as Buffer).length) read -= (left.shift() as Buffer).length;
-    if (read > 0 && left.length > 0) left = [(left[0] as Buffer).subarray(read), ...left.slice(1)];
+    left = buffersAfter(left, bytesRead);
   }
 }
 

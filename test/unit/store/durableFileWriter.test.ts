@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
-import { DurableFileWriter, unwritten } from '../../../lib/store/DurableFileWriter.js';
+import { DurableFileWriter } from '../../../lib/store/DurableFileWriter.js';
 import { useTempRoots } from '../wal/walHelpers.js';
 
 describe('DurableFileWriter', () => {
@@ -29,16 +29,6 @@ describe('DurableFileWriter', () => {
       new DurableFileWriter(path, { writeBytes: 1024 * 1024, syncBytes: 1024 * 1024 }),
     );
     expect((await readFile(path)).equals(Buffer.concat(chunks))).toBe(true);
-  });
-
-  it('goes on after a short write from the first byte not written, mid-chunk or at a boundary', () => {
-    const chunks = [Buffer.from('abc'), Buffer.from('defg'), Buffer.from('h')];
-    const text = (rest: Buffer[]) => rest.map((c) => c.toString()).join('|');
-    expect(text(unwritten(chunks, 0))).toBe('abc|defg|h');
-    expect(text(unwritten(chunks, 2))).toBe('c|defg|h');
-    expect(text(unwritten(chunks, 3))).toBe('defg|h');
-    expect(text(unwritten(chunks, 6))).toBe('g|h');
-    expect(text(unwritten(chunks, 8))).toBe('');
   });
 
   it('writes an empty body, and one smaller than a gathered write', async () => {
