@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { git, gitOk } from './gitClient.js';
 import { type CpuTimes, cpuDelta, totalCpu } from './procCpu.js';
 import type { BenchServer } from './servers.js';
-import { percentile } from './stats.js';
+import { median, percentile } from './stats.js';
 import { wireCheckout } from './wireCheckout.js';
 
 export type CiFetchKind = 'depth=1' | 'filter=blob:none';
@@ -48,6 +48,8 @@ export interface CiStormResult {
   readonly serverCpu: CpuTimes;
   /** Whether the server was still before the storm (see waitForServerQuiet). */
   quiet?: boolean;
+  /** Which round of the phase it was (0 first): a plan is stormed once per round, on new commits. */
+  round?: number;
 }
 
 export interface CiStormSummary {
@@ -263,5 +265,40 @@ export function summarizeCi(result: CiStormResult): CiStormSummary {
     serverCpuPerJobMs: cpuMs / ok,
     p50Ms: percentile(result.jobMs, 50),
     p90Ms: percentile(result.jobMs, 90),
+  };
+}
+
+/** Figures of the storms of one plan on one server, one per round: each the median over them. */
+export interface CiRoundsSummary extends CiStormSummary {
+  /** How many storms the medians are of. */
+  readonly storms: number;
+  /** The least and the most server CPU of one of them. */
+  readonly serverCpuRangeMs: readonly [number, number];
+}
+
+/**
+ * The storms of `plan` (by kind and name) on `server` over every round, summarised: one storm is
+ * one sample on a shared two-CPU machine, where the server CPU of the same storm has ranged over
+ * a third of its value from one run to the next. Undefined when there is none.
+ */
+export function summarizeCiRounds(
+  storms: readonly CiStormResult[],
+  server: string,
+  plan: { readonly kind: string; readonly name: string },
+): CiRoundsSummary | undefined {
+  const summaries = storms
+    .filter((s) => s.server === server && s.plan.kind === plan.kind && s.plan.name === plan.name)
+    .map(summarizeCi);
+  if (summaries.length === 0) return undefined;
+  const of = (pick: (s: CiStormSummary) => number) => median(summaries.map(pick));
+  const cpu = summaries.map((s) => s.serverCpuMs);
+  return {
+    storms: summaries.length,
+    jobsPerSecond: of((s) => s.jobsPerSecond),
+    serverCpuMs: of((s) => s.serverCpuMs),
+    serverCpuPerJobMs: of((s) => s.serverCpuPerJobMs),
+    p50Ms: of((s) => s.p50Ms),
+    p90Ms: of((s) => s.p90Ms),
+    serverCpuRangeMs: [Math.min(...cpu), Math.max(...cpu)],
   };
 }

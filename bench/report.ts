@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import type { BenchResults } from './benchResults.js';
-import { summarizeCi } from './ciStorm.js';
+import { type CiRoundsSummary, summarizeCiRounds } from './ciStorm.js';
 import { summarize } from './cloneStorm.js';
 import type { PackLayout } from './fixtures.js';
 import type { Load } from './load.js';
@@ -139,14 +139,16 @@ export async function writeReport(
   if (r.ci) {
     const storms = r.ci.storms;
     const plans = [...new Map(storms.map((s) => [`${s.plan.kind} ${s.plan.name}`, s.plan])).values()];
-    const of = (server: string, kind: string, name: string) => {
-      const storm = storms.find((s) => s.server === server && s.plan.kind === kind && s.plan.name === name);
-      return storm ? summarizeCi(storm) : undefined;
-    };
+    const of = (server: string, kind: string, name: string) =>
+      summarizeCiRounds(storms, server, { kind, name });
+    const rounds = Math.max(...storms.map((s) => (s.round ?? 0) + 1));
     out.push(
       '## CI checkout storms',
       '',
-      "Jobs at once, each in a fresh `git init` repository running actions/checkout's exact fetch (`git -c protocol.version=2 fetch --no-tags --prune --no-recurse-submodules --depth=1 origin +<sha>:refs/remotes/origin/<branch>`), or the same with `--filter=blob:none` instead of `--depth=1` (the peer with `uploadpack.allowFilter`). Each storm meets commits pushed just before it (bench/ciStorm.ts), and jobs send their credentials as actions/checkout makes them, in an `AUTHORIZATION` extra header with the first request. The storm of wire clients makes the two requests git makes for the depth=1 fetch itself and throws the answer away (bench/wireCheckout.ts): the server without its clients' CPU. Server CPU is the server process with its git children; jobs/s is jobs over the storm's wall time.",
+      "Jobs at once, each in a fresh `git init` repository running actions/checkout's exact fetch (`git -c protocol.version=2 fetch --no-tags --prune --no-recurse-submodules --depth=1 origin +<sha>:refs/remotes/origin/<branch>`), or the same with `--filter=blob:none` instead of `--depth=1` (the peer with `uploadpack.allowFilter`). Each storm meets commits pushed just before it (bench/ciStorm.ts), and jobs send their credentials as actions/checkout makes them, in an `AUTHORIZATION` extra header with the first request. The storm of wire clients makes the two requests git makes for the depth=1 fetch itself and throws the answer away (bench/wireCheckout.ts): the server without its clients' CPU. Server CPU is the server process with its git children; jobs/s is jobs over the storm's wall time." +
+        (rounds > 1
+          ? ` Every row was stormed ${rounds} times, on new commits each time, the rows taking turns round after round; each figure is the median of its ${rounds} storms (one storm is one sample on a shared machine), and the second table gives narwal's server CPU per storm with its range.`
+          : ''),
       '',
       table(
         [
@@ -196,14 +198,16 @@ export async function writeReport(
             '1.3x one job leaves per job',
           ],
           floors.map((plan) => {
-            const narwal = of('narwal', plan.kind, plan.name) as ReturnType<typeof summarizeCi>;
-            const floor = of('floor', plan.kind, plan.name) as ReturnType<typeof summarizeCi>;
+            const narwal = of('narwal', plan.kind, plan.name) as CiRoundsSummary;
+            const floor = of('floor', plan.kind, plan.name) as CiRoundsSummary;
             const one = of('narwal', plan.kind, '1 job');
             const after = plan.jobs - 1;
             return [
               plan.kind,
               plan.name,
-              `${narwal.serverCpuMs.toFixed(0)} ms`,
+              narwal.storms > 1
+                ? `${narwal.serverCpuMs.toFixed(0)} ms (${narwal.serverCpuRangeMs.map((v) => v.toFixed(0)).join('-')})`
+                : `${narwal.serverCpuMs.toFixed(0)} ms`,
               one ? `${((narwal.serverCpuMs - one.serverCpuMs) / after).toFixed(2)} ms` : '-',
               `${floor.serverCpuMs.toFixed(0)} ms`,
               `${floor.serverCpuPerJobMs.toFixed(2)} ms`,

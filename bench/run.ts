@@ -112,6 +112,8 @@ const sizes = {
   urisClones: quick ? 3 : 5,
   /** The largest CI checkout storm of identical jobs. */
   ciJobs: quick ? 16 : 32,
+  /** Times each CI storm runs, on new commits each time: its figures are medians over them. */
+  ciRounds: quick ? 1 : 3,
 };
 const maxOther = Number(values['max-other']);
 // Extra environment for every narwal server (KEY=VALUE,...), to measure a setting against the defaults.
@@ -323,46 +325,50 @@ try {
     ] as const)
       await warmUp({ server, repo: REPO, sha: warmSha, jobs, gitAgent, signal: abort.signal });
     const storms = [];
-    for (const [i, plan] of plans.entries()) {
-      const branch = `ci-${i}`;
-      // A push just before the storm, as CI jobs follow the push that started them: no server has
-      // answered these fetches before. Each server is still before its storm (narwal prepares the
-      // new state, and may write a checkpoint, off the clock).
-      const shas = await pushCiCommits({
-        peerRepo: fixture.peerRepo,
-        home,
-        servers: [peer, narwal],
-        repo: REPO,
-        branch,
-        count: plan.commits,
-        base: 'refs/heads/master',
-      });
-      const identical = plan.jobs > 1 && plan.commits === 1;
-      for (const server of identical ? [peer, narwal, floor] : [peer, narwal]) {
-        const storm = {
-          server,
-          repo: REPO,
-          plan,
-          shas,
-          branch,
-          tmpRoot,
+    // Each plan once per round, the plans taking turns: one storm is one sample on a shared
+    // machine, and a drift of the machine over the phase falls on every plan alike.
+    for (let round = 0; round < sizes.ciRounds; round++)
+      for (const [i, plan] of plans.entries()) {
+        const branch = `ci-${round}-${i}`;
+        // A push just before the storm, as CI jobs follow the push that started them: no server has
+        // answered these fetches before. Each server is still before its storm (narwal prepares the
+        // new state, and may write a checkpoint, off the clock).
+        const shas = await pushCiCommits({
+          peerRepo: fixture.peerRepo,
           home,
-          gitAgent,
-          signal: abort.signal,
-        };
-        // The floor answers from memory only once it has passed the storm's request on: one job
-        // first, off the clock, so its storm is replays alone.
-        if (server.kind === 'floor') await ciStorm({ ...storm, plan: { ...plan, name: 'fill', jobs: 1 } });
-        const quiet = await waitForServerQuiet(server, quick ? 20_000 : 180_000, abort.signal);
-        const result = await ciStorm(storm);
-        result.quiet = quiet;
-        const s = summarizeCi(result);
-        log(
-          `  ${server.name} ${plan.kind} ${plan.name}: ${s.jobsPerSecond.toFixed(2)} jobs/s, server CPU ${s.serverCpuPerJobMs.toFixed(0)} ms/job (${s.serverCpuMs.toFixed(0)} ms in all), p90 ${s.p90Ms.toFixed(0)} ms${quiet ? '' : ' (server never still before it)'}${result.failures > 0 ? `, ${result.failures} failed: ${result.firstError}` : ''}`,
-        );
-        storms.push(result);
+          servers: [peer, narwal],
+          repo: REPO,
+          branch,
+          count: plan.commits,
+          base: 'refs/heads/master',
+        });
+        const identical = plan.jobs > 1 && plan.commits === 1;
+        for (const server of identical ? [peer, narwal, floor] : [peer, narwal]) {
+          const storm = {
+            server,
+            repo: REPO,
+            plan,
+            shas,
+            branch,
+            tmpRoot,
+            home,
+            gitAgent,
+            signal: abort.signal,
+          };
+          // The floor answers from memory only once it has passed the storm's request on: one job
+          // first, off the clock, so its storm is replays alone.
+          if (server.kind === 'floor') await ciStorm({ ...storm, plan: { ...plan, name: 'fill', jobs: 1 } });
+          const quiet = await waitForServerQuiet(server, quick ? 20_000 : 180_000, abort.signal);
+          const result = await ciStorm(storm);
+          result.quiet = quiet;
+          result.round = round;
+          const s = summarizeCi(result);
+          log(
+            `  ${sizes.ciRounds > 1 ? `round ${round + 1}: ` : ''}${server.name} ${plan.kind} ${plan.name}: ${s.jobsPerSecond.toFixed(2)} jobs/s, server CPU ${s.serverCpuPerJobMs.toFixed(0)} ms/job (${s.serverCpuMs.toFixed(0)} ms in all), p90 ${s.p90Ms.toFixed(0)} ms${quiet ? '' : ' (server never still before it)'}${result.failures > 0 ? `, ${result.failures} failed: ${result.firstError}` : ''}`,
+          );
+          storms.push(result);
+        }
       }
-    }
     await stopAll([floor]);
     results.ci = { repo: REPO, storms };
     await save();

@@ -1,13 +1,24 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CiStormPlan, CiStormResult } from '../../../bench/ciStorm.js';
+import { writeReport } from '../../../bench/report.js';
 import { evaluateTargets } from '../../../bench/targets.js';
 import { benchResultsWith } from '../../helpers/benchResults.js';
 
 /** A storm of `plan` on `server`: every job in `elapsedMs`, `cpuMs` of server CPU in all. */
-function storm(server: string, plan: CiStormPlan, elapsedMs: number, cpuMs: number): CiStormResult {
+function storm(
+  server: string,
+  plan: CiStormPlan,
+  elapsedMs: number,
+  cpuMs: number,
+  round?: number,
+): CiStormResult {
   return {
     server,
     plan,
+    ...(round !== undefined ? { round } : {}),
     failures: 0,
     elapsedMs,
     jobMs: Array.from({ length: plan.jobs }, () => elapsedMs),
@@ -55,5 +66,47 @@ describe('the CI storm targets', () => {
       measured: '120 ms vs 80 ms: 1.50x (a bare node:http server replaying the answers: 12 ms)',
       pass: false,
     });
+  });
+
+  it('judges several rounds of each storm by their medians, and gives their range', () => {
+    const rows = ciRows([
+      storm('narwal', one, 100, 80, 0),
+      storm('narwal', eight, 200, 130, 0),
+      storm('peer', eight, 400, 400, 0),
+      storm('narwal', one, 100, 100, 1),
+      storm('narwal', eight, 100, 160, 1),
+      storm('peer', eight, 800, 400, 1),
+      storm('narwal', one, 100, 90, 2),
+      storm('narwal', eight, 400, 100, 2),
+      storm('peer', eight, 200, 400, 2),
+    ]);
+    // CPU: 130 of 100-160 against 90 of 80-100. jobs/s: 40 (of 20, 40, 80) against 20 (10, 20, 40).
+    expect(rows.map((r) => [r.measured, r.pass])).toEqual([
+      ['130 ms vs 90 ms: 1.44x (medians of 3 and 3 storms: 100-160 ms vs 80-100 ms)', false],
+      ['40.00 vs peer 20.00: 2.00x (medians of 3 and 3 storms)', false],
+    ]);
+  });
+
+  it("reports the medians in the CI tables, and the range of narwal's CPU beside the floor", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'narwal-ci-report-'));
+    const { markdown } = await writeReport(
+      benchResultsWith({
+        ci: {
+          repo: 'r',
+          storms: [0, 1, 2].flatMap((round) => [
+            storm('narwal', one, 100, [80, 100, 90][round] as number, round),
+            storm('narwal', eight, 200, [130, 160, 100][round] as number, round),
+            storm('floor', eight, 100, [12, 20, 16][round] as number, round),
+          ]),
+        },
+      }),
+      { dir, stamp: 'ci' },
+    );
+    const text = await readFile(markdown, 'utf8');
+    await rm(dir, { recursive: true, force: true });
+    expect(text).toContain('each figure is the median of its 3 storms');
+    expect(text).toContain(
+      '| depth=1 | 8 identical | 130 ms (100-160) | 5.71 ms | 16 ms | 2.00 ms | 3.86 ms |',
+    );
   });
 });
