@@ -22,12 +22,16 @@
  * none), or be frozen with its sandbox: only the file's age says anything about it.
  *
  * When narwal has recognised the request as a repeatable fetch too, it passes its own name for
- * it in NARWAL_CLONE_KEY (protocol/repeatableFetch.ts), and the hook links the pack under that
- * name as well: from then on narwal answers identical fetches from the file itself
+ * it in NARWAL_CLONE_KEY (protocol/repeatableFetch.ts), which names the pack (git answers two
+ * fetches of one name alike, and narwal already relies on that), and the hook links the pack
+ * under `<key>.clone` as well: from then on narwal answers identical fetches from the file itself
  * (transfer/clonePack.ts), and upload-pack and this hook run only for the first.
  *
- * A shell script because upload-pack starts it for every fetch: a few coreutils processes cost a
- * millisecond or two, a runtime would cost more than the pack.
+ * A shell script because upload-pack starts it for every fetch, and one that starts as few
+ * processes as it can: each costs some 5-10 ms of CPU and wait on a small virtual machine (two
+ * CPUs, measured with strace and time), where a runtime would cost more than the pack. A fetch
+ * with haves costs one `cat` besides pack-objects; the first repeatable fetch of a name `cat`,
+ * the lock keeper's `sleep`, `mv`, `ln`, `rm` and the `cat` that sends the pack.
  */
 import { join } from 'node:path';
 import { ensureScript, installScript } from './installScript.js';
@@ -54,12 +58,14 @@ case "$1 $2" in
 esac
 cache=${PACK_CACHE_DIR}
 [ -d "$cache" ] || mkdir -p "$cache" 2>/dev/null || exec "$@"
-in=$(mktemp "$cache/.in.XXXXXX") || exec "$@"
-cat >"$in" || { rm -f "$in"; exit 1; }
+# The list is read once, into the shell, and given to pack-objects from there (a here-document):
+# each process this script starts costs several milliseconds on a small virtual machine, and it
+# runs for every fetch. Command substitution drops the list's trailing newlines, and upload-pack
+# ends it with exactly one empty line, which the here-documents below put back.
+list=$(cat) || exit 1
 # Only "boundary commits, object ids, then --not and no more ids" is a fetch with no haves
 # (upload-pack writes the boundary first and ends the list with an empty line); anything else
-# packs as usual. The shell checks it itself, with no process per test: this runs for every fetch.
-list=$(cat "$in")
+# packs as usual. The shell checks it itself, with no process per test.
 rest=$list
 while :; do
   case "$rest" in
@@ -78,22 +84,36 @@ case "$rest" in
 *) wants= ;;
 esac
 if [ -z "$wants" ]; then
-  "$@" <"$in"; status=$?; rm -f "$in"; exit $status
+  exec "$@" <<EOF
+$list
+
+EOF
 fi
-# narwal names the same pack by what the fetch asked for (NARWAL_CLONE_KEY, repeatableFetch.ts) and
-# then sends it itself, without running upload-pack: a second name for the same file.
-alias_pack() {
-  case "$NARWAL_CLONE_KEY" in ""|*[!0-9a-f]*) return 0 ;; esac
-  ln -f "$pack" "$cache/$NARWAL_CLONE_KEY${CLONE_SUFFIX}" 2>/dev/null
-  return 0
-}
-key=$(printf '%s\\n' "$@" "$list" | sha256sum)
-key=\${key%% *}
+# A fetch narwal recognised as repeatable comes with narwal's name for it (NARWAL_CLONE_KEY,
+# repeatableFetch.ts), which names the pack here too; any other is named by this hook's whole
+# input. narwal answers identical fetches from a second name of the same file, \`<key>${CLONE_SUFFIX}\`,
+# itself, without running upload-pack; should that name be damaged, git comes here again and
+# this pack names it anew.
+case "$NARWAL_CLONE_KEY" in
+"" | *[!0-9a-f]*)
+  key=$(printf '%s\\n' "$@" "$list" | sha256sum)
+  key=\${key%% *}
+  alias=
+  ;;
+*)
+  key=$NARWAL_CLONE_KEY
+  alias="$cache/$key${CLONE_SUFFIX}"
+  ;;
+esac
 pack="$cache/$key.pack"
 lock="$cache/$key.lock"
+alias_pack() {
+  [ -n "$alias" ] && ln -f "$pack" "$alias" 2>/dev/null
+  return 0
+}
 waited=0
 while :; do
-  if [ -f "$pack" ]; then rm -f "$in"; alias_pack; exec cat "$pack"; fi
+  if [ -f "$pack" ]; then alias_pack; exec cat "$pack"; fi
   set -C
   if { echo "$$" >"$lock"; } 2>/dev/null; then set +C; break; fi
   set +C
@@ -104,7 +124,10 @@ while :; do
     rm -f "$lock"; waited=$((waited + 1)); continue
   fi
   if [ "$waited" -ge ${WAIT_SECONDS * 20} ]; then
-    "$@" <"$in"; status=$?; rm -f "$in"; exit $status
+    exec "$@" <<EOF
+$list
+
+EOF
   fi
   sleep 0.05; waited=$((waited + 1))
 done
@@ -115,11 +138,15 @@ part="$cache/.$key.$$"
 keeper=$!
 # Packed into the file first, then sent: packing at the pace of this fetch's client (a pipe
 # through tee) would keep every identical fetch waiting for the slowest first reader.
-"$@" <"$in" >"$part"; status=$?
+"$@" >"$part" <<EOF
+$list
+
+EOF
+status=$?
 kill "$keeper" 2>/dev/null
-if [ "$status" != 0 ]; then rm -f "$part" "$lock" "$in"; exit "$status"; fi
-if mv -f "$part" "$pack"; then alias_pack; rm -f "$lock" "$in"; exec cat "$pack"; fi
-cat "$part"; sent=$?; rm -f "$part" "$lock" "$in"; exit $sent
+if [ "$status" != 0 ]; then rm -f "$part" "$lock"; exit "$status"; fi
+if mv -f "$part" "$pack"; then alias_pack; rm -f "$lock"; exec cat "$pack"; fi
+cat "$part"; sent=$?; rm -f "$part" "$lock"; exit $sent
 `;
 
 /** Installs the hook into `dir` (see installScript.ts) and answers its path. */

@@ -108,7 +108,10 @@ describe('pack cache hook', () => {
     const withHaves = `${'a'.repeat(40)}\n--not\n${'c'.repeat(40)}\n\n`;
     const shallowWithHaves = `--shallow ${'d'.repeat(40)}\n${'a'.repeat(40)}\n--not\n${'c'.repeat(40)}\n\n`;
     for (let i = 0; i < 2; i++) {
-      expect((await runHook(['--revs', '--stdout'], withHaves)).stdout).toContain(withHaves);
+      // Read once into the shell and given on from there: the same bytes as upload-pack wrote.
+      expect((await runHook(['--revs', '--stdout'], withHaves)).stdout).toBe(
+        `PACK pack-objects --revs --stdout\n${withHaves}`,
+      );
       await runHook(['--revs', '--stdout', '--filter=blob:none'], withHaves);
       await runHook(['--revs', '--stdout', '--shallow'], shallowWithHaves, {}, ['--shallow-file', '']);
     }
@@ -134,18 +137,31 @@ describe('pack cache hook', () => {
     expect(await runs()).toBe(3);
     expect(await cached()).toHaveLength(3);
     expect(await leftovers()).toEqual([]);
-    // Given narwal's name for the request, the hook names the pack by it too.
+    // Given narwal's name for the request, the hook names the pack by it (no hash of its input to
+    // compute), links it under \`<name>.clone\` for narwal, and serves the next fetch of that name.
     const key = 'e'.repeat(64);
-    await depth().then(() =>
+    const named = () =>
       runHook(['--revs', '--stdout', '--shallow'], shallow, { NARWAL_CLONE_KEY: key }, [
         '--shallow-file',
         '',
-      ]),
+      ]);
+    const expected = {
+      code: 0,
+      stdout: `PACK --shallow-file  pack-objects --revs --stdout --shallow\n${shallow}`,
+    };
+    expect(await named()).toEqual(expected);
+    expect(await named()).toEqual(expected);
+    expect(await runs()).toBe(4);
+    expect(await cached()).toContain(`${key}.pack`);
+    expect(await readFile(join(dir, 'repo', PACK_CACHE_DIR, `${key}${CLONE_SUFFIX}`), 'utf8')).toBe(
+      expected.stdout,
     );
-    expect(await readFile(join(dir, 'repo', PACK_CACHE_DIR, `${key}${CLONE_SUFFIX}`), 'utf8')).toContain(
-      shallow,
-    );
-    expect(await runs()).toBe(3);
+    // A name that is not narwal's (not lowercase hex) is ignored: the input names the pack.
+    await runHook(['--revs', '--stdout', '--shallow'], shallow, { NARWAL_CLONE_KEY: '../x' }, [
+      '--shallow-file',
+      '',
+    ]);
+    expect(await runs()).toBe(4);
   });
 
   it('keeps the pack before the first fetch has read it, so a slow client holds up no one', async () => {
