@@ -268,6 +268,11 @@ export function summarizeCi(result: CiStormResult): CiStormSummary {
   };
 }
 
+/** The plans of `storms`, once each, in the order they first ran. */
+export function ciPlans(storms: readonly CiStormResult[]): CiStormPlan[] {
+  return [...new Map(storms.map((s) => [`${s.plan.kind} ${s.plan.name}`, s.plan])).values()];
+}
+
 /** Figures of the storms of one plan on one server, one per round: each the median over them. */
 export interface CiRoundsSummary extends CiStormSummary {
   /** How many storms the medians are of. */

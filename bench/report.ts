@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import type { BenchResults } from './benchResults.js';
-import { type CiRoundsSummary, summarizeCiRounds } from './ciStorm.js';
+import { type CiRoundsSummary, ciPlans, summarizeCiRounds } from './ciStorm.js';
 import { summarize } from './cloneStorm.js';
 import type { PackLayout } from './fixtures.js';
 import type { Load } from './load.js';
@@ -138,7 +138,7 @@ export async function writeReport(
 
   if (r.ci) {
     const storms = r.ci.storms;
-    const plans = [...new Map(storms.map((s) => [`${s.plan.kind} ${s.plan.name}`, s.plan])).values()];
+    const plans = ciPlans(storms);
     const of = (server: string, kind: string, name: string) =>
       summarizeCiRounds(storms, server, { kind, name });
     const rounds = Math.max(...storms.map((s) => (s.round ?? 0) + 1));

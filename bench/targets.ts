@@ -4,7 +4,7 @@
  * run's results: the measured ratio or figure, the goal, pass or miss.
  */
 import type { BenchResults } from './benchResults.js';
-import { type CiRoundsSummary, summarizeCiRounds } from './ciStorm.js';
+import { type CiRoundsSummary, ciPlans, summarizeCiRounds } from './ciStorm.js';
 import { summarize } from './cloneStorm.js';
 import { mean, median, summarizeLatencies } from './stats.js';
 
@@ -328,7 +328,7 @@ export function ms(value: number): string {
 /** Issue 18's targets for CI checkout storms: identical fetches cost about one, and beat the peer. */
 function ciTargets(r: BenchResults, row: (t: Omit<TargetRow, 'miss'> & { miss?: string }) => void): void {
   const storms = r.ci?.storms ?? [];
-  const plans = [...new Map(storms.map((s) => [`${s.plan.kind} ${s.plan.name}`, s.plan])).values()];
+  const plans = ciPlans(storms);
   const of = (server: string, kind: string, name: string) =>
     summarizeCiRounds(storms, server, { kind, name });
   for (const kind of ['depth=1', 'filter=blob:none']) {
