@@ -151,7 +151,9 @@ describe('GitRunner.startAhead', () => {
     const dead = git.startAhead(['hash-object', '--stdin'], { cwd: dir });
     const [pid] = await gitChildren(1);
     process.kill(pid ?? 0, 'SIGKILL');
-    await gitChildren(0);
+    // Reaped, not only gone from the git processes: a killed child is a zombie, with no command
+    // line, until this process has waited for it and learned that it died.
+    await reaped(pid ?? 0);
     expect(await dead?.take()).toBeNull();
     expect(budget.running).toBe(0);
     git.startAhead(['hash-object', '--stdin'], { cwd: dir })?.discard();
@@ -179,6 +181,15 @@ async function gitChildren(count: number): Promise<number[]> {
     await new Promise((r) => setTimeout(r, 10));
   }
   throw new Error(`expected ${count} git processes, found ${found.length}`);
+}
+
+/** Waits until `pid` is no child of this process any more: it exited and was waited for. */
+async function reaped(pid: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (!(await children()).includes(pid)) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`process ${pid} was never reaped`);
 }
 
 /** Waits until exactly `count` shells started ahead run under this process; their pids. */
