@@ -12,7 +12,9 @@ export function receivePackConfig(hooksDir: string): string[] {
     // store that belongs to a repository. While receive-pack quarantines a push, the one such store
     // is the private repository's own, whose refs are `--all` already: listing them again costs a
     // git for-each-ref per push, on the path of `ok`, and a pass over every ref of the repository.
-    // `true` lists none, which changes no walk (connected.c, object-file.c refs_from_alternate_cb).
+    // A scratch repository's layout keeps git from running it for that store (scratchRepo.ts,
+    // OBJECTS_DIR); should some other store qualify, `true` lists none, which changes no walk
+    // (connected.c, transport.c refs_from_alternate_cb).
     ...['-c', 'core.alternateRefsCommand=true'],
     // The private repository is thrown away after the push; gc there is wasted work.
     ...['-c', 'receive.autogc=false'],

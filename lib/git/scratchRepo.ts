@@ -6,7 +6,7 @@
  * nothing behind that a later connectivity check or push negotiation could mistake for published.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { link, mkdir, readdir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, rename, rm, rmdir, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { isCode } from '../util/isCode.js';
 import type { StartedAhead } from './GitRunner.js';
@@ -171,13 +171,24 @@ export class ScratchRepos {
   }
 }
 
+/**
+ * Where a scratch repository's objects really are: `objects` is a link to it. git's connectivity
+ * check after a push (`rev-list --alternate-refs`, connected.c) lists the refs of every borrowed
+ * object store whose real path ends in `/objects` beside a `refs` directory, and while receive-pack
+ * quarantines a push the repository's own store is borrowed: by the real path it is not such a
+ * store, so no command runs for it (transport.c refs_from_alternate_cb). Its refs are `--all`
+ * already; listing them again cost a shell per push on the path of `ok`.
+ */
+const OBJECTS_DIR = 'odb';
+
 /** A repository with no objects, no refs and no alternates, under `root`. */
 async function makeSkeleton(root: string): Promise<string> {
   const dir = join(root, `${randomUUID()}.git`);
-  await mkdir(join(dir, 'objects'), { recursive: true });
+  await mkdir(join(dir, OBJECTS_DIR), { recursive: true });
   await Promise.all([
-    mkdir(join(dir, 'objects', 'info')),
-    mkdir(join(dir, 'objects', 'pack')),
+    symlink(OBJECTS_DIR, join(dir, 'objects')),
+    mkdir(join(dir, OBJECTS_DIR, 'info')),
+    mkdir(join(dir, OBJECTS_DIR, 'pack')),
     mkdir(join(dir, 'refs')),
     writeFile(join(dir, 'HEAD'), 'ref: refs/heads/main\n'),
     writeFile(join(dir, 'config'), '[core]\n\trepositoryformatversion = 0\n\tbare = true\n'),
@@ -240,8 +251,8 @@ function scratchOf(dir: string, started: StartedAhead | null): ScratchRepo {
 }
 
 /** What a skeleton is made of, and a filled one has besides its packs (makeSkeleton, fill). */
-const SCRATCH_FILES = ['HEAD', 'config', 'packed-refs', join('objects', 'info', 'alternates')];
-const SCRATCH_DIRS = [join('objects', 'pack'), join('objects', 'info'), 'refs'];
+const SCRATCH_FILES = ['HEAD', 'config', 'packed-refs', 'objects', join(OBJECTS_DIR, 'info', 'alternates')];
+const SCRATCH_DIRS = [join(OBJECTS_DIR, 'pack'), join(OBJECTS_DIR, 'info'), 'refs'];
 
 /**
  * Removes a scratch repository by its known layout: its files and the packs git received, then
@@ -252,14 +263,14 @@ const SCRATCH_DIRS = [join('objects', 'pack'), join('objects', 'info'), 'refs'];
  */
 export async function removeScratch(dir: string): Promise<'layout' | 'recursive'> {
   try {
-    const pack = join(dir, 'objects', 'pack');
+    const pack = join(dir, OBJECTS_DIR, 'pack');
     const packs = await readdir(pack);
     await Promise.all([
       ...SCRATCH_FILES.map((f) => unlink(join(dir, f))),
       ...packs.map((name) => unlink(join(pack, name))),
     ]);
     await Promise.all(SCRATCH_DIRS.map((d) => rmdir(join(dir, d))));
-    await rmdir(join(dir, 'objects'));
+    await rmdir(join(dir, OBJECTS_DIR));
     await rmdir(dir);
     return 'layout';
   } catch {

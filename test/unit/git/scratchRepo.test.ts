@@ -4,7 +4,7 @@
  * their directory goes away or the node's scratch root changes.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -97,6 +97,38 @@ describe('ScratchRepos', () => {
     // Removing it leaves the generation's refs and the shared alternates file where they were.
     expect(git(generation.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
     expect((await readdir(scratchRoot)).filter((n) => n.startsWith('alternates-'))).toHaveLength(1);
+  });
+
+  it("keeps a push's connectivity check from listing the repository's own refs again by the alternate-refs command", async () => {
+    const scratchRoot = join(root, 'alt');
+    await mkdir(scratchRoot);
+    // Records the repository git runs core.alternateRefsCommand for (its argument), then lists none.
+    const marker = join(root, 'alternate-refs-runs');
+    const recorder = join(root, 'record-alternate-refs');
+    await writeFile(recorder, `#!/bin/sh\necho "$1" >>'${marker}'\n`, { mode: 0o755 });
+    const client = join(root, 'alt-client');
+    git(root, ['clone', '-q', generation.dir, client]);
+    git(client, ['-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-q', '--allow-empty', '-m', 'y']);
+    const pushInto = (dir: string) =>
+      git(client, [
+        'push',
+        '-q',
+        `--receive-pack=git -c core.alternateRefsCommand=${recorder} receive-pack`,
+        dir,
+        'HEAD:refs/heads/topic',
+      ]);
+    const runs = async () => (await readFile(marker, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 0 });
+    const scratch = await repos.create(generation);
+    pushInto(scratch.dir);
+    expect(git(scratch.dir, ['rev-parse', 'refs/heads/topic'])).toBe(git(client, ['rev-parse', 'HEAD']));
+    expect(await runs()).not.toContain(await realpath(scratch.dir));
+    // A repository whose objects are a directory of that name: git runs it for the repository itself.
+    const plain = join(scratchRoot, 'plain.git');
+    git(root, ['init', '-q', '--bare', plain]);
+    await writeFile(join(plain, 'objects', 'info', 'alternates'), `${generation.objects}\n`);
+    pushInto(plain);
+    expect(await runs()).toContain(await realpath(plain));
   });
 
   it('keeps skeletons ready, a push takes one of them, and one is made again when it is over', async () => {
