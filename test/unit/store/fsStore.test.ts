@@ -51,35 +51,46 @@ describe('filesystem store layout', () => {
     }
   });
 
-  it('keeps an immutable file by reference and copies any other, with the same answers', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'narwal-fs-link-'));
-    try {
-      const store = new FsObjectStore(root);
-      const source = join(root, 'source.pack');
-      await writeFile(source, 'PACK bytes');
-      await chmod(source, 0o444);
-      const linked = await store.put('r/packs/a.pack', { path: source, size: 10, immutable: true });
-      const copied = await store.put('r/packs/b.pack', { path: source, size: 10 }, { ifNoneMatch: '*' });
-      expect(linked.etag).toBe(copied.etag);
-      const [origin, a, b] = await Promise.all(
-        [
-          source,
-          join(root, 'objects', 'r', 'packs', 'a.pack'),
-          join(root, 'objects', 'r', 'packs', 'b.pack'),
-        ].map((p) => stat(p)),
-      );
-      expect(a?.ino).toBe(origin?.ino);
-      expect(b?.ino).not.toBe(origin?.ino);
-      const got = await store.get('r/packs/a.pack');
-      expect(got.notModified === false && got.body.toString()).toBe('PACK bytes');
-      // Its staging name is gone; deleting it from the store leaves the file where it was.
-      expect(await readdir(join(root, 'tmp'))).toEqual([]);
-      await store.delete('r/packs/a.pack');
-      expect((await stat(source)).nlink).toBe(1);
-    } finally {
-      await rm(root, { recursive: true, force: true });
-    }
-  });
+  // A small file is staged without the thread pool, a large one streamed: both answer alike.
+  it.each([
+    ['small', Buffer.from('PACK bytes')],
+    ['large', Buffer.alloc(3 * 1024 * 1024 + 7, 'PACK bytes')],
+  ])(
+    'keeps an immutable %s file by reference and copies any other, with the same answers',
+    async (_, bytes) => {
+      const root = await mkdtemp(join(tmpdir(), 'narwal-fs-link-'));
+      try {
+        const store = new FsObjectStore(root);
+        const source = join(root, 'source.pack');
+        await writeFile(source, bytes);
+        await chmod(source, 0o444);
+        const size = bytes.length;
+        const linked = await store.put('r/packs/a.pack', { path: source, size, immutable: true });
+        const copied = await store.put('r/packs/b.pack', { path: source, size }, { ifNoneMatch: '*' });
+        expect(linked.etag).toBe(copied.etag);
+        expect(linked.etag).toBe(`"${createHash('md5').update(bytes).digest('hex')}"`);
+        const [origin, a, b] = await Promise.all(
+          [
+            source,
+            join(root, 'objects', 'r', 'packs', 'a.pack'),
+            join(root, 'objects', 'r', 'packs', 'b.pack'),
+          ].map((p) => stat(p)),
+        );
+        expect(a?.ino).toBe(origin?.ino);
+        expect(b?.ino).not.toBe(origin?.ino);
+        for (const key of ['r/packs/a.pack', 'r/packs/b.pack']) {
+          const got = await store.get(key);
+          expect(got.notModified === false && got.body.equals(bytes)).toBe(true);
+        }
+        // Its staging name is gone; deleting it from the store leaves the file where it was.
+        expect(await readdir(join(root, 'tmp'))).toEqual([]);
+        await store.delete('r/packs/a.pack');
+        expect((await stat(source)).nlink).toBe(1);
+      } finally {
+        await rm(root, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('leaves no lock behind a conditional write, won or lost, and refuses one while a lock is held', async () => {
     const root = await mkdtemp(join(tmpdir(), 'narwal-fs-lock-'));
