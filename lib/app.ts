@@ -254,6 +254,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     scratchRoot,
     scratchRepos,
     afterPublish,
+    background: track,
     maxPushBytes: config.maxPushBytes,
     maxFetchRequestBytes: config.maxFetchRequestBytes,
     requestMemory,

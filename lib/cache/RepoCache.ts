@@ -204,7 +204,7 @@ export class RepoCache {
    * For a push while `target`'s generation is still being completed (the prewarm after the push
    * before it, say): the newest complete generation at most PUSH_LAG entries older, leased, when
    * the object store already holds the packs of every entry since - as it does after this node's
-   * own pushes, whose packs it adopts before answering. A push needs `target`'s objects, which
+   * own pushes, whose packs it adopts while git reports them. A push needs `target`'s objects, which
    * are there, and refs only to bound git's connectivity walk, which older ones do as well. Null
    * when there is no such generation: the push then waits for `target`'s.
    */

@@ -77,6 +77,8 @@ export interface PushDeps {
   readonly logger: Logger;
   /** Hints after a publish (prewarm the next generation, maybe checkpoint); never awaited by the push. */
   readonly afterPublish: (repo: string, loaded: LoadedIndex) => void;
+  /** Takes work a push leaves running after its answer, so a node waits for it before it freezes. */
+  readonly background: (work: Promise<void>) => void;
   readonly clientMessage: ClientMessage;
   /** Looks at the push's new objects before it is published (Git LFS pointers). */
   readonly pushObjects?: PushObjectCheck;
@@ -240,8 +242,12 @@ async function receiveInto(
   }
   const exit = childExit(child);
   let decided = false;
-  void exit.then(() => {
+  // Work a published push leaves for after git has its answer: the scratch repository (whose
+  // packs it links) and the generation stay until it is over.
+  const afterAnswer: Promise<void>[] = [];
+  void exit.then(async () => {
     if (!decided) request.undecided?.();
+    await Promise.allSettled(afterAnswer);
     return Promise.all([scratch.remove(), generation.release(), cleanup()]);
   });
 
@@ -302,6 +308,7 @@ async function receiveInto(
         dir: scratch.dir,
         rules: request.loaded.index.protection,
         ...(objects ? { pointers: objects.pointers } : {}),
+        later: (work) => afterAnswer.push(work),
       });
       return [...refusedHere, ...published];
     } catch (error) {
@@ -369,6 +376,8 @@ async function publishPush(
     rules: readonly ProtectionRule[] | undefined;
     /** The Git LFS objects the push's new objects point at, once they were looked for. */
     pointers?: readonly string[];
+    /** Takes work that need not delay the answer; the push's directories outlive it. */
+    later: (work: Promise<void>) => void;
   },
 ): Promise<ProcReceiveResult[]> {
   const live = push.commands.filter((c) => !/^0+$/.test(c.newOid));
@@ -425,16 +434,21 @@ async function publishPush(
   });
   if (result.seq !== null) {
     // Published: from here on nothing may turn the outcome into a refusal. Adopting the packs only
-    // saves the cache a download (its directory may have been deleted under it, for instance).
-    try {
-      await deps.cache.adoptPacks(push.repo, push.created, packs);
-    } catch (error) {
-      deps.logger.warn('packs of a published push not adopted by the cache', {
-        repo: push.repo,
-        error: serializeError(error),
-      });
-    }
-    deps.afterPublish(push.repo, result.loaded);
+    // saves the cache a download (its directory may have been deleted under it, for instance), so
+    // it runs while git reports: a handful of file system calls that `ok` need not wait for. The
+    // next generation is prepared once they are in.
+    const { loaded } = result;
+    const adopted = deps.cache
+      .adoptPacks(push.repo, push.created, packs)
+      .catch((error: unknown) =>
+        deps.logger.warn('packs of a published push not adopted by the cache', {
+          repo: push.repo,
+          error: serializeError(error),
+        }),
+      )
+      .then(() => deps.afterPublish(push.repo, loaded));
+    deps.background(adopted);
+    push.later(adopted);
   }
   return result.outcomes.map(resultOf);
 }

@@ -4,8 +4,9 @@
  * packs the node adopted, so a slightly older complete generation serves, as long as the store
  * holds the packs of every entry since.
  */
-import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { access, readdir, rm } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
 import { gensDir, incarnationDir, objectsDir } from '../../lib/cache/layout.js';
@@ -30,6 +31,10 @@ async function settled(repo: string): Promise<LoadedIndex> {
   // Reading completes the generation: the background prewarm is over (or done here).
   await (await server.app.cache.leaseComplete(server.app.cache.target(loaded))).release();
   return loaded;
+}
+
+function missing(): never {
+  throw new Error('no index');
 }
 
 function dirs(loaded: LoadedIndex) {
@@ -68,6 +73,52 @@ describe('the generation a push is received against', () => {
     if (!pack) throw new Error('the third push stored no pack');
     await rm(join(packs, `${pack}.idx`));
     expect(await cache.nearlyComplete(cache.target(third))).toBeNull();
+  });
+
+  it("hears ok before the node adopts the push's packs, whose scratch repository stays until they are in", async () => {
+    const repo = 'base/adopt';
+    const work = await workRepo(home, 1);
+    await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+    await settled(repo);
+    const cache = server.app.cache;
+    const adoptPacks = cache.adoptPacks.bind(cache);
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const held: string[][] = [];
+    cache.adoptPacks = async (r, created, packs) => {
+      held.push(packs.map((p) => p.packPath));
+      await gate;
+      return adoptPacks(r, created, packs);
+    };
+    try {
+      const head = await commitFile(work, home, 'held.txt', 'held\n');
+      await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+      const loaded = await server.app.wal.readIndexFully(repo);
+      expect((await server.app.wal.allRefs(loaded?.index ?? missing())).get('refs/heads/main')?.oid).toBe(
+        head,
+      );
+      // Answered while the adoption waits: the pack it links is still where git put it.
+      const [pack] = held.flat();
+      if (pack === undefined) throw new Error('no pack to adopt');
+      await access(pack);
+      let idle = false;
+      const waited = server.app.idle().then(() => {
+        idle = true;
+      });
+      await sleep(100);
+      expect(idle).toBe(false);
+      open();
+      await waited;
+      const { packs } = dirs(loaded ?? missing());
+      const name = basename(pack);
+      await access(join(packs, name));
+      await expect(access(pack)).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      open();
+      cache.adoptPacks = adoptPacks;
+    }
   });
 
   it('is never one more than 8 entries older', async () => {
