@@ -195,6 +195,19 @@ export class RepoCache {
     return this.#lease(target, () => this.#complete(target, progress));
   }
 
+  /**
+   * The generation of `target` leased, when it is complete already; else null. One look at it
+   * where isComplete and leaseComplete make two (a lease lost to eviction completes it again).
+   */
+  async leaseIfComplete(target: CacheTarget): Promise<Generation | null> {
+    if (!(await this.isComplete(target))) return null;
+    let first = true;
+    return this.#lease(target, async () => {
+      if (first) first = false;
+      else await this.#complete(target);
+    });
+  }
+
   /** Whether the generation of `target` is complete already (a reader will not wait for it). */
   async isComplete(target: CacheTarget): Promise<boolean> {
     return exists(join(this.#dir(target), COMPLETE));

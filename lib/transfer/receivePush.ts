@@ -44,7 +44,7 @@ import { spoolBody } from './spoolBody.js';
 /** The cache as a push uses it (RepoCache). */
 export interface PushCache {
   target(loaded: LoadedIndex): CacheTarget;
-  isComplete(target: CacheTarget): Promise<boolean>;
+  leaseIfComplete(target: CacheTarget): Promise<Generation | null>;
   leaseComplete(target: CacheTarget, progress?: Progress): Promise<Generation>;
   /** A complete generation a few entries older whose object store holds the newer packs, or null. */
   nearlyComplete(target: CacheTarget): Promise<Generation | null>;
@@ -159,9 +159,8 @@ async function receive(deps: PushDeps, request: Received): Promise<ReceiveOutcom
   // The generation of the index the client's advertisement came from (or a newer one): its
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
   const target = deps.cache.target(request.loaded);
-  if (await deps.cache.isComplete(target)) {
-    return receiveInto(deps, request, await deps.cache.leaseComplete(target));
-  }
+  const complete = await deps.cache.leaseIfComplete(target);
+  if (complete) return receiveInto(deps, request, complete);
   const near = await deps.cache.nearlyComplete(target);
   if (near) return receiveInto(deps, request, near);
   const spool = await spoolBody(request.body, await deps.scratchRoot(), {
@@ -218,6 +217,9 @@ async function receiveInto(
   cleanup: () => Promise<void> = async () => {},
 ): Promise<ReceiveOutcome> {
   const { repo } = request;
+  // Hooks gone from the data directory are put back while the scratch repository is made.
+  const hooks = deps.ensureHooks();
+  hooks.catch(() => {});
   let scratch: ScratchRepo;
   try {
     scratch = await deps.scratchRepos.create(generation);
@@ -227,7 +229,7 @@ async function receiveInto(
   }
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
   try {
-    await deps.ensureHooks();
+    await hooks;
     // The receive-pack started in the scratch repository ahead of the push, when it came with one
     // that is still alive; else one started ahead for any directory (a shell waiting for it).
     child =

@@ -104,6 +104,23 @@ for (const presence of ['local', 'dynamodb'] as const) {
         await again.release();
       });
 
+      it('leases a generation at one look only when it is complete, and never builds one for it', async () => {
+        const repo = 'gens/if-complete';
+        const work = await workRepo(home, 1);
+        await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
+        const cache = server.app.cache;
+        const loaded = await current(repo);
+        const built = await cache.leaseComplete(cache.target(loaded));
+        const leased = await cache.leaseIfComplete(cache.target(loaded));
+        expect(leased?.dir).toBe(built.dir);
+        await Promise.all([built.release(), leased?.release()]);
+        // A generation nobody built yet: null, and still not there afterwards.
+        await server.app.idle();
+        const ahead = { ...cache.target(loaded), seq: loaded.index.seq + 1, name: 'not-built' };
+        expect(await cache.leaseIfComplete(ahead)).toBeNull();
+        expect(await cache.isComplete(ahead)).toBe(false);
+      });
+
       it('serves many clones of one repository at once from one generation', async () => {
         const repo = 'gens/parallel';
         const work = await workRepo(home, 5);
