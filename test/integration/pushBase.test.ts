@@ -33,10 +33,6 @@ async function settled(repo: string): Promise<LoadedIndex> {
   return loaded;
 }
 
-function missing(): never {
-  throw new Error('no index');
-}
-
 function dirs(loaded: LoadedIndex) {
   const incarnation = incarnationDir(server.app.config.cacheDir, loaded.index.repo, loaded.index.created);
   return { gens: gensDir(incarnation), packs: join(objectsDir(incarnation), 'pack') };
@@ -96,9 +92,8 @@ describe('the generation a push is received against', () => {
       const head = await commitFile(work, home, 'held.txt', 'held\n');
       await gitOk(['push', `${server.authUrl}/${repo}.git`, 'main'], { cwd: work, home });
       const loaded = await server.app.wal.readIndexFully(repo);
-      expect((await server.app.wal.allRefs(loaded?.index ?? missing())).get('refs/heads/main')?.oid).toBe(
-        head,
-      );
+      if (!loaded) throw new Error(`no ${repo}`);
+      expect((await server.app.wal.allRefs(loaded.index)).get('refs/heads/main')?.oid).toBe(head);
       // Answered while the adoption waits: the pack it links is still where git put it.
       const [pack] = held.flat();
       if (pack === undefined) throw new Error('no pack to adopt');
@@ -111,7 +106,7 @@ describe('the generation a push is received against', () => {
       expect(idle).toBe(false);
       open();
       await waited;
-      const { packs } = dirs(loaded ?? missing());
+      const { packs } = dirs(loaded);
       const name = basename(pack);
       await access(join(packs, name));
       await expect(access(pack)).rejects.toMatchObject({ code: 'ENOENT' });
