@@ -79,6 +79,9 @@ export async function infoRefsRoute(
   const headers = { 'content-type': `application/x-${service}-advertisement`, ...NOT_STORED };
   const serviceLine = Buffer.concat([encodePktLine(`# service=${service}\n`), FLUSH_PKT]);
   if (service === 'git-receive-pack') {
+    // A client with credentials is about to push (and computes its pack once it has this answer):
+    // the node gets its receive-pack ready while the index is read.
+    if (principal !== null) deps.scratchRepos.prepare();
     const loaded = await authorizePush(deps, repo, principal);
     return {
       status: 200,

@@ -71,7 +71,11 @@ export interface PushDeps {
   /** The node's scratch directory, made sure to exist and to be its own (cache/nodeDir.ts). */
   readonly scratchRoot: () => Promise<string>;
   /** Makes the private repository each push is received into (git/scratchRepo.ts). */
-  readonly scratchRepos: { create(generation: { dir: string; objects: string }): Promise<ScratchRepo> };
+  readonly scratchRepos: {
+    create(generation: { dir: string; objects: string }): Promise<ScratchRepo>;
+    /** A push is announced (its advertisement asked for): get ready for it, in the background. */
+    prepare(): void;
+  };
   readonly maxHeadBytes: number;
   readonly maxCommands: number;
   readonly logger: Logger;

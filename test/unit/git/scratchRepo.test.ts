@@ -49,15 +49,6 @@ async function spares(dir: string): Promise<string[]> {
   return free.filter((n): n is string => n !== null);
 }
 
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const value = await read();
-    if (ok(value)) return value;
-    await sleep(10);
-  }
-  throw new Error('condition never held');
-}
-
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'narwal-scratch-'));
   // A "generation": a bare repository whose objects live elsewhere, as the cache lays them out.
@@ -131,40 +122,60 @@ describe('ScratchRepos', () => {
     expect(await runs()).toContain(await realpath(plain));
   });
 
-  it('keeps skeletons ready, a push takes one of them, and one is made again when it is over', async () => {
+  it('makes skeletons ready when a push is announced, a push takes one, and the next announcement makes it again', async () => {
     const scratchRoot = join(root, 'b');
     await mkdir(scratchRoot);
     const repos = new ScratchRepos(async () => scratchRoot, { spares: 2 });
-    await repos.create(generation);
-    const ready = await until(
-      () => spares(scratchRoot),
-      (s) => s.length === 2,
-    );
+    repos.prepare();
+    await repos.settled();
+    const ready = await spares(scratchRoot);
+    expect(ready).toHaveLength(2);
     const scratch = await repos.create(generation);
     expect(ready).toContain(scratch.dir.slice(scratchRoot.length + 1));
     expect(git(scratch.dir, ['rev-parse', 'refs/heads/main'])).toBe(commit);
-    // And makes another in its place once the push is over, not while it runs.
     expect(await spares(scratchRoot)).toHaveLength(1);
+    // Over, a push that took a spare makes none: that work would fall on its client's next push.
     await scratch.remove();
-    await until(
-      () => spares(scratchRoot),
-      (s) => s.length === 2,
-    );
+    await repos.settled();
+    await sleep(20);
+    expect(await spares(scratchRoot)).toHaveLength(1);
+    // The next push's announcement makes the missing one; announcements never make more.
+    repos.prepare();
+    repos.prepare();
+    await repos.settled();
+    expect(await spares(scratchRoot)).toHaveLength(2);
+    repos.prepare();
+    await repos.settled();
+    expect(await spares(scratchRoot)).toHaveLength(2);
+  });
+
+  it('makes the spares once a push that found none is over, not while it runs', async () => {
+    const scratchRoot = join(root, 'b2');
+    await mkdir(scratchRoot);
+    const repos = new ScratchRepos(async () => scratchRoot, { spares: 2 });
+    const scratch = await repos.create(generation);
+    await repos.settled();
+    expect(await spares(scratchRoot)).toHaveLength(0);
+    await scratch.remove();
+    await repos.settled();
+    expect(await spares(scratchRoot)).toHaveLength(2);
   });
 
   it('tells when no skeleton is being made, and makes none once stopped (a node about to remove its directory)', async () => {
     const scratchRoot = join(root, 'stop');
     await mkdir(scratchRoot);
     const repos = new ScratchRepos(async () => scratchRoot, { spares: 2 });
-    await repos.create(generation);
-    // The two spares started by the first push are on disk once it says so, without polling.
+    repos.prepare();
+    // The two spares of the announcement are on disk once it says so, without polling.
     await repos.settled();
     expect(await spares(scratchRoot)).toHaveLength(2);
-    const scratch = await repos.create(generation);
+    const taken = await repos.create(generation);
+    const spareless = await new ScratchRepos(async () => scratchRoot, { spares: 0 }).create(generation);
     expect(await spares(scratchRoot)).toHaveLength(1);
     await repos.settled({ stop: true });
-    // Over after the stop: its spare is not made again.
-    await scratch.remove();
+    // After the stop, neither an announcement nor a push that is over makes a spare.
+    repos.prepare();
+    await Promise.all([taken.remove(), spareless.remove()]);
     await repos.settled();
     await sleep(50);
     expect(await spares(scratchRoot)).toHaveLength(1);
@@ -174,11 +185,11 @@ describe('ScratchRepos', () => {
     const scratchRoot = join(root, 'c');
     await mkdir(scratchRoot);
     const repos = new ScratchRepos(async () => scratchRoot, { spares: 1 });
-    await repos.create(generation);
-    const [spare] = await until(
-      () => spares(scratchRoot),
-      (s) => s.length === 1,
-    );
+    // A first push (which found no spare, and leaves one) made the shared alternates file.
+    await (await repos.create(generation)).remove();
+    await repos.settled();
+    const [spare] = await spares(scratchRoot);
+    expect(spare).toBeDefined();
     await rm(join(scratchRoot, spare ?? ''), { recursive: true });
     const [alternates] = (await readdir(scratchRoot)).filter((n) => n.startsWith('alternates-'));
     await unlink(join(scratchRoot, alternates ?? ''));
@@ -193,11 +204,9 @@ describe('ScratchRepos', () => {
     await Promise.all([mkdir(first), mkdir(second)]);
     let current = first;
     const repos = new ScratchRepos(async () => current, { spares: 2 });
-    await repos.create(generation);
-    await until(
-      () => spares(first),
-      (s) => s.length === 2,
-    );
+    repos.prepare();
+    await repos.settled();
+    expect(await spares(first)).toHaveLength(2);
     current = second;
     const scratch = await repos.create(generation);
     expect(scratch.dir.startsWith(`${second}/`)).toBe(true);
@@ -256,13 +265,13 @@ describe('ScratchRepos', () => {
     await mkdir(scratchRoot);
     const { started, startIn } = starter();
     const repos = new ScratchRepos(async () => scratchRoot, { spares: 2, startIn });
-    // None yet: this one is made on demand, without a process; two are made ahead, with one each.
+    // None yet: this one is made on demand, without a process; once it is over, two are made
+    // ahead, with one each.
     const first = await repos.create(generation);
     expect(first.started).toBeUndefined();
-    await until(
-      async () => started.length,
-      (n) => n === 2,
-    );
+    await first.remove();
+    await repos.settled();
+    expect(started).toHaveLength(2);
     expect(started.map((s) => s.dir).sort()).toEqual(
       (await spares(scratchRoot)).map((n) => join(scratchRoot, n)).sort(),
     );
@@ -277,11 +286,9 @@ describe('ScratchRepos', () => {
     await third.remove();
     expect(started.find((s) => s.dir === third.dir)?.state).toBe('discarded');
     // Closing stops the processes of the skeletons still spare.
-    await first.remove();
-    await until(
-      () => spares(scratchRoot),
-      (s) => s.length === 2,
-    );
+    repos.prepare();
+    await repos.settled();
+    expect(await spares(scratchRoot)).toHaveLength(2);
     await repos.settled({ stop: true });
     const spareDirs = (await spares(scratchRoot)).map((n) => join(scratchRoot, n));
     expect(started.filter((s) => spareDirs.includes(s.dir)).map((s) => s.state)).toEqual([
@@ -297,11 +304,9 @@ describe('ScratchRepos', () => {
     let current = first;
     const { started, startIn } = starter();
     const repos = new ScratchRepos(async () => current, { spares: 2, startIn });
-    await repos.create(generation);
-    await until(
-      async () => started.length,
-      (n) => n === 2,
-    );
+    repos.prepare();
+    await repos.settled();
+    expect(started).toHaveLength(2);
     current = second;
     const scratch = await repos.create(generation);
     expect(scratch.dir.startsWith(`${second}/`)).toBe(true);
