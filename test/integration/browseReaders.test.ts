@@ -12,17 +12,13 @@ import type { CacheTarget } from '../../lib/cache/RepoCache.js';
 import { GitBudget } from '../../lib/git/GitBudget.js';
 import { GitRunner } from '../../lib/git/GitRunner.js';
 import { silentLogger } from '../../lib/log.js';
+import { eventually } from '../helpers/eventually.js';
 import { gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
 let server: RunningNarwal & { app: App };
 let home: string;
 const targets: CacheTarget[] = [];
-
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await sleep(25);
-  expect(check()).toBe(true);
-}
 
 beforeAll(async () => {
   server = await startInProcess();
@@ -63,7 +59,7 @@ describe('cat-file readers of generations', () => {
     await sleep(250);
     expect(a.catFile.closed).toBe(false);
     b.done();
-    await until(() => a.catFile.closed && budget.running === 0);
+    expect(await eventually(() => a.catFile.closed && budget.running === 0)).toBe(true);
     pool.close();
   });
 
@@ -73,11 +69,11 @@ describe('cat-file readers of generations', () => {
     const first = await pool.open(one);
     first.done();
     const second = await pool.open(two);
-    await until(() => first.catFile.closed && budget.running === 1);
+    expect(await eventually(() => first.catFile.closed && budget.running === 1)).toBe(true);
     expect(second.catFile.closed).toBe(false);
     second.done();
     pool.close();
-    await until(() => budget.running === 0);
+    expect(await eventually(() => budget.running === 0)).toBe(true);
   });
 
   it('replaces a reader past its age, and closes the old one only when its page is done', async () => {
@@ -90,9 +86,9 @@ describe('cat-file readers of generations', () => {
     expect(old.catFile.closed).toBe(false);
     expect((await old.catFile.info('HEAD'))?.type).toBe('commit');
     old.done();
-    await until(() => old.catFile.closed);
+    expect(await eventually(() => old.catFile.closed)).toBe(true);
     fresh.done();
     pool.close();
-    await until(() => budget.running === 0);
+    expect(await eventually(() => budget.running === 0)).toBe(true);
   });
 });

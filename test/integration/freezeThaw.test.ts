@@ -9,7 +9,6 @@
  */
 import { access, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoPartition, WRITER } from '../../lib/cache/leases.js';
 import { COMPLETE } from '../../lib/cache/RepoCache.js';
@@ -18,6 +17,7 @@ import { createPresenceStore } from '../../lib/presence/createPresenceStore.js';
 import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { Wal } from '../../lib/wal/Wal.js';
 import { deleteInUse } from '../helpers/deleteInUse.js';
+import { eventually } from '../helpers/eventually.js';
 import { type GitOutput, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { startProcess, tempDataDir } from '../helpers/narwalServer.js';
 
@@ -55,13 +55,8 @@ async function start(env: Record<string, string> = {}): Promise<{ node: Node; di
 const nodeDirs = async () => new Set(await readdir(join(dataDir, 'cache', 'nodes')).catch(() => []));
 
 /** Polls `check` every half second, up to `tries` times; answers its last result. */
-async function eventually(check: () => Promise<boolean>, tries = 60): Promise<boolean> {
-  for (let i = 0; i < tries; i++) {
-    if (await check()) return true;
-    await sleep(500);
-  }
-  return check();
-}
+/** How long and how often this test waits for the nodes' background work (sweeps, builds). */
+const POLL_30S = { withinMs: 30_000, everyMs: 500 };
 
 /** Pushes on `branch` through each of `via` in turn; every commit the client was told `ok` for. */
 async function pushes(
@@ -128,7 +123,7 @@ describe('a node frozen past its expiries, then thawed', () => {
       }
       return false;
     };
-    expect(await eventually(built)).toBe(true);
+    expect(await eventually(built, POLL_30S)).toBe(true);
     await deleteInUse(join(dataDir, 'cache', 'repos'));
     // A lock's owner starts with its node's name (the prefix of the node's directory names).
     const cLock = async () => {
@@ -137,12 +132,12 @@ describe('a node frozen past its expiries, then thawed', () => {
     };
     const cloneDir = join(dataDir, 'clone-through-c');
     const cloning = git(['clone', '-q', `${c.authUrl}/${REPO}.git`, cloneDir], { home });
-    expect(await eventually(cLock, 200)).toBe(true);
+    expect(await eventually(cLock, { withinMs: 100_000, everyMs: 500 })).toBe(true);
     c.signalGroup('SIGSTOP');
 
     try {
       // Its lock lapses; the others push and clone as usual, and take the lock over.
-      expect(await eventually(async () => !(await cLock()))).toBe(true);
+      expect(await eventually(async () => !(await cLock()), POLL_30S)).toBe(true);
       const [viaA, viaB] = await Promise.all([pushes([a, b], 'via-a', 4), pushes([b, a], 'via-b', 4)]);
       expect([...viaA.all, ...viaB.all].filter((r) => r.code !== 0).map((r) => r.stderr)).toEqual([]);
       for (const node of [a, b]) {
@@ -160,7 +155,7 @@ describe('a node frozen past its expiries, then thawed', () => {
         await eventually(async () => {
           const now = await nodeDirs();
           return frozenDirs.every((name) => !now.has(name));
-        }),
+        }, POLL_30S),
       ).toBe(true);
 
       c.signalGroup('SIGCONT');

@@ -24,6 +24,7 @@ import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import type { GetOptions } from '../../lib/store/ObjectStore.js';
 import { indexKey } from '../../lib/wal/keys.js';
 import { type CapturedRequest, captureGitRequests } from '../helpers/captureGitRequests.js';
+import { eventually } from '../helpers/eventually.js';
 import { FuzzFigures, fuzzParams, fuzzTimeout } from '../helpers/fuzz.js';
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { mutatedBody, oddRefName } from '../helpers/mutateGitBody.js';
@@ -688,14 +689,6 @@ async function leases(dataDir = server.dataDir): Promise<number> {
   return (await presence.list(`repo#${REPO}`, 'lease#')).length;
 }
 
-async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  for (const until = Date.now() + ms; Date.now() < until; ) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return check();
-}
-
 describe('hostile HTTP, case by case', () => {
   it('cuts off stalled uploads: their git slots and leases come back after the idle bound', async () => {
     const before = await snapshot();
@@ -720,7 +713,7 @@ describe('hostile HTTP, case by case', () => {
     // fetches hold nothing. The stalled pushes, streamed into git, hold every git slot (and the
     // node's read lease on the generation they push onto, which they share)...
     const running = () => server.app.gitBudget.running;
-    expect(await eventually(async () => running() >= GIT_CHILDREN, 3_000)).toBe(true);
+    expect(await eventually(async () => running() >= GIT_CHILDREN, { withinMs: 3_000 })).toBe(true);
     expect(running()).toBe(GIT_CHILDREN);
     expect(await leases()).toBe(1);
     const busy = await rawRequest(server.url, {
@@ -735,7 +728,7 @@ describe('hostile HTTP, case by case', () => {
       expect(response.body.toString()).toMatch(/^narwal: the (fetch request|push) stalled/);
       expect(response.ms).toBeLessThan(BODY_IDLE_MS + 4_000);
     }
-    expect(await eventually(async () => running() === 0, 5_000)).toBe(true);
+    expect(await eventually(async () => running() === 0)).toBe(true);
     // Nobody holds the lease any more: it goes once the node lets go of what it keeps for later.
     await server.app.idle();
     expect(await leases()).toBe(0);
@@ -1089,7 +1082,7 @@ describe('hostile HTTP, case by case', () => {
         );
       }
       // Their git slots and leases came back: the next push is served.
-      expect(await eventually(async () => local.app.gitBudget.running === 0, 5_000)).toBe(true);
+      expect(await eventually(async () => local.app.gitBudget.running === 0)).toBe(true);
       await local.app.idle();
       expect(await leases(local.dataDir)).toBe(0);
       await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/after'], {
@@ -1127,7 +1120,7 @@ describe('hostile HTTP, case by case', () => {
         });
       // The admin token holds three git processes (the default share of four) with bodies it never ends.
       const held = [1, 2, 3].map(() => push({ signal: release.signal }));
-      expect(await eventually(async () => local.app.gitBudget.running === 3, 5_000)).toBe(true);
+      expect(await eventually(async () => local.app.gitBudget.running === 3)).toBe(true);
       const fourth = await push({});
       expect(fourth.status, fourth.body.toString()).toBe(503);
       expect(fourth.headers['retry-after']).toBe('1');
@@ -1139,7 +1132,7 @@ describe('hostile HTTP, case by case', () => {
       await gitOk(['push', '-q', `${otherUrl}/${REPO}.git`, 'main:refs/heads/other'], { cwd: work, home });
       release.abort();
       await Promise.all(held);
-      expect(await eventually(async () => local.app.gitBudget.running === 0, 5_000)).toBe(true);
+      expect(await eventually(async () => local.app.gitBudget.running === 0)).toBe(true);
       await local.app.idle();
       expect(await leases(local.dataDir)).toBe(0);
       await gitOk(['push', '-q', `${local.authUrl}/${REPO}.git`, 'main:refs/heads/again'], {
@@ -1338,7 +1331,7 @@ describe('hostile HTTP, case by case', () => {
         expect(response.headers['retry-after']).toBe('1');
         return response.body.toString();
       };
-      const holding = (bytes: number) => eventually(async () => local.app.requestMemory.held >= bytes, 5_000);
+      const holding = (bytes: number) => eventually(async () => local.app.requestMemory.held >= bytes);
       const first = held(AUTH, release.signal);
       expect(await holding(40 * KIB)).toBe(true);
       // The same client's second one would hold 80 KiB: over its share of 60.
@@ -1353,7 +1346,7 @@ describe('hostile HTTP, case by case', () => {
       release.abort();
       await Promise.all([first, second]);
       // Once they are gone their memory is free again: a real fetch is served.
-      expect(await eventually(async () => local.app.requestMemory.held === 0, 5_000)).toBe(true);
+      expect(await eventually(async () => local.app.requestMemory.held === 0)).toBe(true);
       const clone = join(await mkdtemp(join(tmpdir(), 'narwal-fetch-memory-')), 'c');
       await gitOk(
         ['clone', '-q', `${local.url.replace('://', `://x:${tokens[1]?.token}@`)}/${REPO}.git`, clone],

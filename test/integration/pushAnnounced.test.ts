@@ -8,6 +8,7 @@ import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
 import { git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { ADMIN_TOKEN, type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
@@ -60,28 +61,22 @@ async function advertisement(withCredentials: boolean): Promise<number> {
   return response.status;
 }
 
-async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-  let value = await read();
-  for (let i = 0; i < 300 && !ok(value); i++) {
-    await sleep(10);
-    value = await read();
-  }
-  return value;
+/** Waits until there are `count` spares, each with its receive-pack started in it (its cwd). */
+async function readyWithProcesses(count: number): Promise<void> {
+  const ready = async () => {
+    const dirs = await spares();
+    if (dirs.length !== count) return false;
+    for (const dir of dirs) if ((await processesIn(dir)) !== 1) return false;
+    return true;
+  };
+  expect(await eventually(ready)).toBe(true);
 }
 
 describe('a push announced by its advertisement', () => {
   it('gets its receive-pack ready then; an anonymous probe or a push that took one makes none', async () => {
     // The set-up push's advertisement made two ready, each with its receive-pack started in it,
     // and the push took one.
-    const left = await eventually(spares, (s) => s.length === 1);
-    expect(left).toHaveLength(1);
-    for (const dir of left)
-      expect(
-        await eventually(
-          () => processesIn(dir),
-          (n) => n === 1,
-        ),
-      ).toBe(1);
+    await readyWithProcesses(1);
 
     // Another push: its advertisement makes the missing one, the push takes one, and once over it
     // makes none (that work would fall on its client's next push).
@@ -97,15 +92,7 @@ describe('a push announced by its advertisement', () => {
 
     // With credentials, the announcement makes the missing one, its process started.
     expect(await advertisement(true)).toBe(200);
-    const ready = await eventually(spares, (s) => s.length === 2);
-    expect(ready).toHaveLength(2);
-    for (const dir of ready)
-      expect(
-        await eventually(
-          () => processesIn(dir),
-          (n) => n === 1,
-        ),
-      ).toBe(1);
+    await readyWithProcesses(2);
 
     // And the next push uses one: the repository still takes pushes and serves them.
     await gitOk(['commit', '-q', '--allow-empty', '-m', 'third'], { cwd: work, home });

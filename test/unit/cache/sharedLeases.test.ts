@@ -12,6 +12,7 @@ import { SharedLeases } from '../../../lib/cache/sharedLeases.js';
 import { ObjectPresenceStore } from '../../../lib/presence/ObjectPresenceStore.js';
 import type { PresenceRecord, PresenceStore } from '../../../lib/presence/PresenceStore.js';
 import { FsObjectStore } from '../../../lib/store/FsObjectStore.js';
+import { eventually } from '../../helpers/eventually.js';
 
 /** Joining is allowed for a third of this: 100 ms. */
 const TTL_MS = 300;
@@ -25,14 +26,6 @@ function leases(store: PresenceStore = presence): SharedLeases {
 }
 
 const records = (generation: string) => presence.list(repoPartition('r'), leasePrefix(generation));
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (await check()) return;
-    await sleep(10);
-  }
-  throw new Error('condition never held');
-}
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'narwal-shared-leases-'));
@@ -77,7 +70,7 @@ describe('SharedLeases', () => {
     const next = await shared.take('r', 'g1');
     expect(next.joined).toBe(true);
     await next.release();
-    await until(async () => (await records('g1')).length === 0);
+    expect(await eventually(async () => (await records('g1')).length === 0, { withinMs: 1_000 })).toBe(true);
     expect(creates).toBe(1);
   });
 
@@ -101,7 +94,7 @@ describe('SharedLeases', () => {
     clock += TTL_MS / 3;
     const second = await shared.take('r', 'g1');
     expect(second.joined).toBe(false);
-    await until(async () => (await records('g1')).length === 1);
+    expect(await eventually(async () => (await records('g1')).length === 1, { withinMs: 1_000 })).toBe(true);
     await second.release();
   });
 

@@ -137,7 +137,6 @@ describe('ScratchRepos', () => {
     // Over, a push that took a spare makes none: that work would fall on its client's next push.
     await scratch.remove();
     await repos.settled();
-    await sleep(20);
     expect(await spares(scratchRoot)).toHaveLength(1);
     // The next push's announcement makes the missing one; announcements never make more.
     repos.prepare();
