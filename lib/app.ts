@@ -239,7 +239,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     ensureHooks: ensureAllHooks,
     packObjectsHook,
     refAnswers,
-    clonePacking: new ClonePacking({ pollMs: 50, maxWaitMs: CLONE_PACK_WAIT_MS }),
+    clonePacking: new ClonePacking({ maxWaitMs: CLONE_PACK_WAIT_MS }),
     packAnswers: new StateAnswers({ maxBytes: PACK_ANSWER_BYTES, maxAnswerBytes: PACK_ANSWER_MAX_BYTES }),
     ...(config.packUriTtlSeconds > 0
       ? {

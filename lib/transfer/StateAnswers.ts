@@ -21,12 +21,22 @@ export interface AnsweredState {
   readonly name: string;
 }
 
+/** An answer one question promised to the identical ones (StateAnswers.promise). */
+export interface PromisedAnswer {
+  /** Whether any question has waited for it so far. */
+  asked(): boolean;
+  /** Gives the answer (undefined: none to share); only the first call counts. */
+  keep(answer: Buffer | Promise<Buffer | undefined> | undefined): void;
+}
+
 export class StateAnswers {
   readonly #maxBytes: number;
   readonly #maxAnswerBytes: number;
   readonly #answers = new Map<string, Buffer>();
   /** Answers being made, by key, for the callers arriving meanwhile (made). */
   readonly #making = new Map<string, Promise<Buffer>>();
+  /** Answers a request making them promised, by key, for the identical ones arriving meanwhile (promise). */
+  readonly #promised = new Map<string, { asked: boolean; answer: Promise<Buffer | undefined> }>();
   #bytes = 0;
 
   constructor(options: { maxBytes: number; maxAnswerBytes?: number }) {
@@ -78,6 +88,49 @@ export class StateAnswers {
     );
     this.#making.set(key, making);
     return making;
+  }
+
+  /**
+   * Promises an answer under `key` to the identical questions that arrive before the caller gives
+   * it (keep), so they wait for it (answer) instead of asking git or the files it leaves. The
+   * caller must keep its promise on every path, with undefined where it has no answer to share
+   * (the waiting ones then find their own); only the first keep counts, and a failure is no answer.
+   */
+  promise(key: string): PromisedAnswer {
+    let give = (_answer: Promise<Buffer | undefined>) => {};
+    const entry = {
+      asked: false,
+      answer: new Promise<Buffer | undefined>((resolve) => {
+        give = resolve;
+      }).then((made) => {
+        if (this.#promised.get(key) === entry) this.#promised.delete(key);
+        if (made !== undefined) this.set(key, made);
+        return made;
+      }),
+    };
+    this.#promised.set(key, entry);
+    let kept = false;
+    return {
+      asked: () => entry.asked,
+      keep: (answer) => {
+        if (kept) return;
+        kept = true;
+        give(Promise.resolve(answer).catch(() => undefined));
+      },
+    };
+  }
+
+  /**
+   * The answer kept under `key`, or the one another question promised (which settles undefined
+   * when it had none to give); undefined when there is neither.
+   */
+  answer(key: string): Buffer | Promise<Buffer | undefined> | undefined {
+    const kept = this.get(key);
+    if (kept !== undefined) return kept;
+    const promised = this.#promised.get(key);
+    if (promised === undefined) return undefined;
+    promised.asked = true;
+    return promised.answer;
   }
 
   set(key: string, answer: Buffer): void {

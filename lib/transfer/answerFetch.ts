@@ -32,7 +32,7 @@ import { answerWithPackUris, type PackLink } from './answerWithPackUris.js';
 import { type ClonePacking, cachedFetchOf } from './clonePack.js';
 import type { ClientMessage } from './errors.js';
 import { answerLsRefs } from './lsRefs.js';
-import type { StateAnswers } from './StateAnswers.js';
+import type { PromisedAnswer, StateAnswers } from './StateAnswers.js';
 import { streamUploadPack } from './streamUploadPack.js';
 import { type StateTargets, targetFor } from './targetFor.js';
 import type { UploadPackDeps } from './uploadPackChild.js';
@@ -52,7 +52,7 @@ export interface FetchDeps extends UploadPackDeps {
   /** Answers upload-pack gave about immutable states, for the same questions again. */
   readonly refAnswers: StateAnswers;
   /** Repeatable fetches being packed by this node's upload-packs, for identical ones to wait on. */
-  readonly clonePacking: Pick<ClonePacking, 'open'>;
+  readonly clonePacking: Pick<ClonePacking, 'open' | 'maxWaitMs'>;
   /** Small answers to repeatable fetches, whole in memory (answerWithPackCache.ts). */
   readonly packAnswers: StateAnswers;
   readonly logger: Logger;
@@ -93,30 +93,52 @@ export async function answerFetch(deps: FetchDeps, request: FetchRequest): Promi
   const repeatable = early === null ? null : repeatableFetchOf(early, v2);
   const packLink = request.packLink;
   const withUris = repeatable?.full === true && repeatable.uriProtocols.length > 0 ? packLink : undefined;
+  let promised: PromisedAnswer | undefined;
   if (repeatable !== null && withUris === undefined && deps.packObjectsHook !== null) {
-    // The same question about the same state: the answer kept whole needs no file and no lease.
-    const kept = deps.packAnswers.get(packAnswerKey(target, cachedFetchOf(repeatable)));
-    if (kept) return kept;
+    // The same question about the same state: the answer kept whole needs no file and no lease,
+    // nor does one that an identical fetch arrived before it has promised. The first to ask
+    // promises its answer before any await, so a storm arriving at once waits for that one.
+    const key = packAnswerKey(target, cachedFetchOf(repeatable));
+    const now = deps.packAnswers.answer(key);
+    if (Buffer.isBuffer(now)) return now;
+    if (now === undefined) promised = deps.packAnswers.promise(key);
+    else {
+      const shared = await now;
+      if (shared) return shared;
+    }
   }
-  const complete = await deps.cache.isComplete(target);
-  if (repeatable !== null && withUris !== undefined && complete) {
-    const answer = await answerWithPackUris(deps, target, repeatable, withUris, owner).catch(
-      (error: unknown) => {
-        // The client still gets its clone: the whole pack, as without packfile URIs.
-        deps.logger.warn('packfile URIs failed', { repo: target.repo, error: serializeError(error) });
-        return null;
-      },
-    );
-    if (answer) return answer;
+  try {
+    const complete = await deps.cache.isComplete(target);
+    if (repeatable !== null && withUris !== undefined && complete) {
+      const answer = await answerWithPackUris(deps, target, repeatable, withUris, owner).catch(
+        (error: unknown) => {
+          // The client still gets its clone: the whole pack, as without packfile URIs.
+          deps.logger.warn('packfile URIs failed', { repo: target.repo, error: serializeError(error) });
+          return null;
+        },
+      );
+      if (answer) return answer;
+    }
+    if (complete && deps.packObjectsHook === null) {
+      const generation = await deps.cache.leaseComplete(target);
+      return streamUploadPack(deps, generation, early ? Readable.from([early]) : body, { protocol, owner });
+    }
+    // The request is small: read it to learn what it needs.
+    const bytes = early ?? (await readAll(body, memory));
+    const fetch = deps.packObjectsHook === null ? null : (repeatable ?? repeatableFetchOf(bytes, v2));
+    const env: Record<string, string> = fetch ? { NARWAL_CLONE_KEY: fetch.key } : {};
+    if (complete)
+      return await answerWithPackCache(deps, target, bytes, fetch, { protocol, owner, env }, promised);
+    return await answerCold(deps, target, bytes, {
+      protocol,
+      owner,
+      env,
+      v2,
+      requestId: request.requestId,
+      fetch,
+    });
+  } finally {
+    // Each way that has an answer to share has kept the promise by now; the others share none.
+    promised?.keep(undefined);
   }
-  if (complete && deps.packObjectsHook === null) {
-    const generation = await deps.cache.leaseComplete(target);
-    return streamUploadPack(deps, generation, early ? Readable.from([early]) : body, { protocol, owner });
-  }
-  // The request is small: read it to learn what it needs.
-  const bytes = early ?? (await readAll(body, memory));
-  const fetch = deps.packObjectsHook === null ? null : (repeatable ?? repeatableFetchOf(bytes, v2));
-  const env: Record<string, string> = fetch ? { NARWAL_CLONE_KEY: fetch.key } : {};
-  if (complete) return answerWithPackCache(deps, target, bytes, fetch, { protocol, owner, env });
-  return answerCold(deps, target, bytes, { protocol, owner, env, v2, requestId: request.requestId, fetch });
 }

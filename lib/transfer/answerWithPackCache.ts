@@ -1,23 +1,26 @@
+import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
+import { settledWithin } from '../util/settledWithin.js';
 import {
   type CachedFetch,
   type ClonePacking,
   cachedFetchOf,
   clonePackBody,
   keepLinesBeforePack,
+  openCachedAnswer,
   wholeAnswerBytes,
   wholeClonePackAnswer,
 } from './clonePack.js';
-import { type AnsweredState, StateAnswers } from './StateAnswers.js';
+import { type AnsweredState, type PromisedAnswer, StateAnswers } from './StateAnswers.js';
 import { streamUploadPack } from './streamUploadPack.js';
 import type { UploadPackDeps, UploadPackOptions } from './uploadPackChild.js';
 
 export interface PackCacheDeps extends UploadPackDeps {
   readonly cache: { leaseComplete(target: CacheTarget): Promise<Generation> };
   /** Repeatable fetches being packed by this node's upload-packs, for identical ones to wait on. */
-  readonly clonePacking: Pick<ClonePacking, 'open'>;
+  readonly clonePacking: Pick<ClonePacking, 'open' | 'maxWaitMs'>;
   /** Small kept answers, whole in memory: the next identical fetch reads no file. */
   readonly packAnswers: StateAnswers;
 }
@@ -46,8 +49,10 @@ export async function answerWithPackCache(
   request: Buffer,
   fetch: RepeatableFetch | null,
   options: UploadPackOptions,
+  promised?: PromisedAnswer,
 ): Promise<Readable | Buffer> {
-  return answerOnGeneration(deps, await deps.cache.leaseComplete(target), target, request, fetch, options);
+  const generation = await deps.cache.leaseComplete(target);
+  return answerOnGeneration(deps, generation, target, request, fetch, options, promised);
 }
 
 /** The same on a complete generation already leased (of `state`), whose lease it takes over. */
@@ -58,22 +63,34 @@ export async function answerOnGeneration(
   request: Buffer,
   fetch: RepeatableFetch | null,
   options: UploadPackOptions,
+  /** The answer this fetch promised the identical ones (answerFetch): kept here when it is whole. */
+  promised?: PromisedAnswer,
 ): Promise<Readable | Buffer> {
   const shape = fetch ? cachedFetchOf(fetch) : null;
-  const inMemory = shape ? deps.packAnswers.get(packAnswerKey(state, shape)) : undefined;
+  const memoryKey = shape ? packAnswerKey(state, shape) : null;
+  const inMemory = memoryKey ? deps.packAnswers.get(memoryKey) : undefined;
   if (inMemory) {
+    promised?.keep(inMemory);
     await generation.release();
     return inMemory;
   }
   const cached = shape ? await deps.clonePacking.open(generation.dir, shape) : { pack: null };
-  if (shape && cached.pack) {
+  if (shape && memoryKey && cached.pack) {
     const { pack, size, lines } = cached;
+    // Left in memory by the fetch this one waited for, or by another that waited with it.
+    const kept = deps.packAnswers.get(memoryKey);
+    if (kept) {
+      promised?.keep(kept);
+      await pack.close();
+      await generation.release();
+      return kept;
+    }
     if (deps.packAnswers.accepts(wholeAnswerBytes(shape, size, lines))) {
-      // Identical fetches that waited for the same pack read it once between them.
-      const whole = await deps.packAnswers
-        .made(packAnswerKey(state, shape), () => wholeClonePackAnswer(shape, pack, size, lines))
-        .catch(() => null);
+      const whole = await keepWhole(deps.packAnswers, memoryKey, shape, { pack, size, lines }).catch(
+        () => null,
+      );
       if (whole) {
+        promised?.keep(whole);
         await pack.close();
         await generation.release();
         return whole;
@@ -87,10 +104,36 @@ export async function answerOnGeneration(
     settleKept = resolve;
   });
   const packing = cached.packing;
+  let packed = (_done: Promise<unknown>) => {};
+  const done = new Promise<unknown>((resolve) => {
+    packed = resolve;
+  });
+  // Identical fetches arriving while git packs wait for this answer in memory (answerFetch), read
+  // once for all of them when git is done, not each from the files it leaves (nor git again).
+  const whole = async (): Promise<Buffer | undefined> => {
+    if (!(shape && memoryKey)) return undefined;
+    if (!(await settledWithin(done, deps.clonePacking.maxWaitMs))) return undefined;
+    if (!(promised?.asked() || cached.waited?.())) return undefined;
+    const found = await openCachedAnswer(generation.dir, shape);
+    if (!found) return undefined;
+    try {
+      if (!deps.packAnswers.accepts(wholeAnswerBytes(shape, found.size, found.lines))) return undefined;
+      return await keepWhole(deps.packAnswers, memoryKey, shape, found);
+    } finally {
+      await found.pack.close();
+    }
+  };
+  const shared = packing ? whole().catch(() => undefined) : undefined;
+  promised?.keep(shared);
+  // Those that came to the files first are let go once the answer is in memory too.
+  const release = (finished: Promise<unknown>) => {
+    packed(finished);
+    packing?.(shared ? finished.then(() => shared) : finished);
+  };
   try {
     const answer = await streamUploadPack(deps, generation, Readable.from([request]), {
       ...options,
-      ...(packing ? { packing: (exit: Promise<unknown>) => packing(Promise.all([exit, kept])) } : {}),
+      ...(packing ? { packing: (exit: Promise<unknown>) => release(Promise.all([exit, kept])) } : {}),
     });
     const linesSuffix = shape?.linesSuffix ?? null;
     if (shape === null || linesSuffix === null || Buffer.isBuffer(answer)) {
@@ -102,7 +145,17 @@ export async function answerOnGeneration(
     return keeping.body;
   } catch (error) {
     settleKept();
-    packing?.(Promise.resolve());
+    release(Promise.resolve());
     throw error;
   }
+}
+
+/** The whole answer of a kept pack in memory under `key`, read once however many ask at a time. */
+function keepWhole(
+  answers: StateAnswers,
+  key: string,
+  shape: CachedFetch,
+  found: { readonly pack: FileHandle; readonly size: number; readonly lines: Buffer },
+): Promise<Buffer> {
+  return answers.made(key, () => wholeClonePackAnswer(shape, found.pack, found.size, found.lines));
 }

@@ -15,13 +15,13 @@ import { type FileHandle, mkdir, open, readFile, rename, rm, writeFile } from 'n
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CLONE_SUFFIX, PACK_CACHE_DIR } from '../git/packCacheHook.js';
 import { encodePktLine, encodeSideband, FLUSH_PKT } from '../protocol/pktLine.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { linesBeforePack, PACK_HEADER } from '../protocol/shallowInfo.js';
 import { buffersAfter } from '../util/buffersAfter.js';
 import type { RecyclingBody } from '../util/RecyclingBody.js';
+import { settledWithin } from '../util/settledWithin.js';
 import { KeptLines } from './KeptLines.js';
 
 /** A pack's 12-byte header and 20-byte trailer: anything shorter is not a pack. */
@@ -297,15 +297,26 @@ export function clonePackBody(
  * flight (each holding a git slot and relaying through pipes).
  */
 export class ClonePacking {
-  readonly #running = new Map<string, Promise<void>>();
+  /** This node's packers, by generation and key: settled once their files are kept (or never will be). */
+  readonly #running = new Map<string, { readonly done: Promise<void>; waiting: number }>();
 
-  constructor(private readonly options: { readonly pollMs: number; readonly maxWaitMs: number }) {}
+  constructor(private readonly options: { readonly maxWaitMs: number }) {}
+
+  /** The longest a fetch waits for an identical one of this node to be packed. */
+  get maxWaitMs(): number {
+    return this.options.maxWaitMs;
+  }
 
   /**
    * The kept answer to `fetch` in `dir`, waiting for it (at most maxWaitMs) while an identical
    * fetch of this node is making it. Without a pack the caller runs upload-pack; when `packing` is
    * given, identical fetches wait for it, and the caller must pass it its upload-pack's exit (or
-   * any settled promise if upload-pack did not start), once the lines before the pack are kept.
+   * any settled promise if upload-pack did not start), once the lines before the pack are kept;
+   * `waited` says whether any fetch has waited for it so far.
+   *
+   * A fetch waits for the packer itself, not for its files: they are named by the pack cache hook
+   * only once the pack is whole, and looking for them over and over cost a storm's waiting fetches
+   * more CPU than the answers they then got from memory.
    */
   async open(
     dir: string,
@@ -316,31 +327,48 @@ export class ClonePacking {
         readonly size: number;
         readonly lines: Buffer;
         readonly packing?: undefined;
+        readonly waited?: undefined;
       }
-    | { readonly pack: null; readonly packing?: (exit: Promise<unknown>) => void }
+    | {
+        readonly pack: null;
+        readonly packing?: (exit: Promise<unknown>) => void;
+        readonly waited?: () => boolean;
+      }
   > {
     const key = `${dir}\0${fetch.key}${fetch.linesSuffix ?? ''}`;
-    const started = performance.now();
-    for (;;) {
+    const running = this.#running.get(key);
+    if (running) {
+      running.waiting++;
+      const settled = await settledWithin(running.done, this.options.maxWaitMs);
       const found = await openCachedAnswer(dir, fetch);
       if (found) return found;
-      const running = this.#running.get(key);
-      if (running && performance.now() - started >= this.options.maxWaitMs) return { pack: null };
-      if (!running) {
-        // Claimed before any await, so two clones arriving together do not both pack.
-        let settle = () => {};
-        const claim = new Promise<void>((resolve) => {
-          settle = resolve;
-        });
-        this.#running.set(key, claim);
-        const release = () => {
-          settle();
-          if (this.#running.get(key) === claim) this.#running.delete(key);
-        };
-        return { pack: null, packing: (exit) => void exit.then(release, release) };
-      }
-      await Promise.race([running, sleep(this.options.pollMs)]);
+      // The packer is still at it after the longest wait: this fetch goes to git on its own.
+      if (!settled) return { pack: null };
+      // It ended without kept files: the first fetch to get here packs in its place.
+      if (this.#running.has(key)) return this.open(dir, fetch);
+    } else {
+      const found = await openCachedAnswer(dir, fetch);
+      if (found) return found;
+      if (this.#running.has(key)) return this.open(dir, fetch);
     }
+    // Claimed before any await, so two clones arriving together do not both pack.
+    let settle = () => {};
+    const claim = {
+      done: new Promise<void>((resolve) => {
+        settle = resolve;
+      }),
+      waiting: 0,
+    };
+    this.#running.set(key, claim);
+    const release = () => {
+      if (this.#running.get(key) === claim) this.#running.delete(key);
+      settle();
+    };
+    return {
+      pack: null,
+      packing: (exit) => void exit.then(release, release),
+      waited: () => claim.waiting > 0,
+    };
   }
 }
 

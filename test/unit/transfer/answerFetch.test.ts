@@ -117,7 +117,7 @@ async function objectsIn(pack: Buffer): Promise<string[]> {
 const noHooks = { packObjectsHook: null, ensureHooks: async () => {} };
 /** Identical repeatable fetches of this node, for those that wait on one another. */
 const packing = {
-  clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 5_000 }),
+  clonePacking: new ClonePacking({ maxWaitMs: 5_000 }),
   packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
 };
 const as = { protocol: undefined, owner: 'token:t' };
@@ -232,7 +232,7 @@ describe('answerWithPackCache', () => {
     const hook = await installPackCacheHook(hooks);
     const withHook = { packObjectsHook: hook, ensureHooks: () => ensurePackCacheHook(hook) };
     const cache = new FakeCache(dir, { complete: true });
-    const clonePacking = new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 });
+    const clonePacking = new ClonePacking({ maxWaitMs: 10_000 });
     // Nothing kept in memory: the second answer is read from the kept file.
     const packAnswers = new StateAnswers({ maxBytes: 1 << 20, maxAnswerBytes: 0 });
     const bytes = v0Clone(f.main);
@@ -315,7 +315,7 @@ describe('answerWithPackCache, a shallow fetch', () => {
       const hook = await installPackCacheHook(hooks);
       const withHook = { packObjectsHook: hook, ensureHooks: () => ensurePackCacheHook(hook) };
       const cache = new FakeCache(dir, { complete: true });
-      const clonePacking = new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 });
+      const clonePacking = new ClonePacking({ maxWaitMs: 10_000 });
       const packAnswers = new StateAnswers({ maxBytes: 1 << 20 });
       const bytes = body(f.main);
       const fetch = repeatableFetchOf(bytes, version === 'v2');
@@ -404,7 +404,7 @@ describe('answerFetch, a CI checkout storm', () => {
       git: gitWith(f.home),
       cache: counted,
       refAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
-      clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 10_000 }),
+      clonePacking: new ClonePacking({ maxWaitMs: 10_000 }),
       packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
       logger: silentLogger,
       clientMessage: () => undefined,
@@ -435,6 +435,89 @@ describe('answerFetch, a CI checkout storm', () => {
     // The next state (a push moved the repository on) is not answered with the old state's bytes.
     await job(gitWith(f.home), loadedIndex(3));
     expect(looked).toBe(3);
+  });
+  /** A pack cache over a fresh copy of the fixture, counting looks at the cache and upload-packs. */
+  const counted = async () => {
+    const cache = new FakeCache(await copyOf(f), { complete: true });
+    const hook = await installPackCacheHook(await mkdtemp(join(tmpdir(), 'narwal-hooks-')));
+    const runner = gitWith(f.home);
+    const seen = { looked: 0, uploadPacks: 0 };
+    let started = () => {};
+    const packing = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const deps: FetchDeps = {
+      packObjectsHook: hook,
+      ensureHooks: () => ensurePackCacheHook(hook),
+      git: {
+        spawn: (args, options) => {
+          if (args.includes('upload-pack')) {
+            seen.uploadPacks++;
+            started();
+          }
+          return runner.spawn(args, options);
+        },
+        check: (args, options) => runner.check(args, options),
+        checkScript: (script, options) => runner.checkScript(script, options),
+      },
+      cache: {
+        target: (loaded) => cache.target(loaded),
+        targetAt: (loaded, seq) => cache.targetAt(loaded, seq),
+        isComplete: () => {
+          seen.looked++;
+          return cache.isComplete();
+        },
+        leaseRefs: () => cache.leaseRefs(),
+        leaseComplete: (target, progress) => cache.leaseComplete(target, progress),
+      },
+      refAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
+      clonePacking: new ClonePacking({ maxWaitMs: 10_000 }),
+      packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
+      logger: silentLogger,
+      clientMessage: () => undefined,
+    };
+    const job = async (git: FetchDeps['git'] = deps.git) => {
+      const answer = await answerFetch(
+        { ...deps, git },
+        {
+          loaded: loadedIndex(),
+          body: Readable.from([v2Depth(f.main)]),
+          protocol: 'version=2',
+          owner: 't',
+          memory: { add: () => {} },
+          requestId: 'r',
+        },
+      );
+      return Buffer.isBuffer(answer) ? answer : Buffer.concat(await answer.toArray());
+    };
+    return { cache, seen, packing, job };
+  };
+
+  it('answers identical checkouts that arrive while git packs the first from its answer in memory, with no lease', async () => {
+    const { cache, seen, packing, job } = await counted();
+    const first = job();
+    await packing;
+    // Seven more while git packs the first: none may start git, look at the cache or lease.
+    const followers = Array.from({ length: 7 }, () => job(gitWith(f.home, 0)));
+    const [answered, ...waited] = await Promise.all([first, ...followers]);
+    expect(seen).toEqual({ looked: 1, uploadPacks: 1 });
+    expect(cache.leased).toBe(1);
+    const pack = (await read(answered as Buffer)).pack;
+    for (const answer of waited) {
+      expect(answer.equals(waited[0] as Buffer)).toBe(true);
+      expect((await read(answer)).pack).toEqual(pack);
+    }
+    await expect.poll(() => cache.held).toBe(0);
+  });
+
+  it('gives a storm arriving all at once one answer: the first to ask answers for them all', async () => {
+    const { cache, seen, job } = await counted();
+    const storm = await Promise.all(Array.from({ length: 8 }, () => job()));
+    expect(seen).toEqual({ looked: 1, uploadPacks: 1 });
+    expect(cache.leased).toBe(1);
+    const pack = (await read(storm[0] as Buffer)).pack;
+    for (const answer of storm.slice(1)) expect((await read(answer)).pack).toEqual(pack);
+    await expect.poll(() => cache.held).toBe(0);
   });
 });
 
@@ -469,7 +552,7 @@ describe('answerCold', () => {
       cache,
       logger: silentLogger,
       clientMessage: () => undefined,
-      clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 5_000 }),
+      clonePacking: new ClonePacking({ maxWaitMs: 5_000 }),
       packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
     };
     // `git clone` in protocol v2: every ref wanted, no haves, done; its answer starts with `packfile`.
@@ -599,7 +682,7 @@ describe('answerFetch', () => {
     git: gitWith(f.home, slots),
     cache,
     refAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
-    clonePacking: new ClonePacking({ pollMs: 10, maxWaitMs: 1000 }),
+    clonePacking: new ClonePacking({ maxWaitMs: 1000 }),
     packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
     logger: silentLogger,
     clientMessage: () => undefined,

@@ -205,33 +205,42 @@ describe('identical clones packing at once', () => {
     linesSuffix: null,
   } as const;
 
-  it('lets one clone pack and the others wait for its file', async () => {
+  it('lets one clone pack and the others wait for it, then answers them from its file', async () => {
     const dir = await generationWith(null);
-    const packing = new ClonePacking({ pollMs: 5, maxWaitMs: 10_000 });
+    const packing = new ClonePacking({ maxWaitMs: 10_000 });
     const first = await packing.open(dir, clone);
     expect(first.pack).toBeNull();
     expect(first.packing).toBeDefined();
+    expect(first.waited?.()).toBe(false);
     let exited = () => {};
     first.packing?.(
       new Promise<void>((resolve) => {
         exited = resolve;
       }),
     );
-    const waiting = packing.open(dir, clone);
+    let answered = false;
+    const waiting = packing.open(dir, clone).then((found) => {
+      answered = true;
+      return found;
+    });
+    // The hook names the pack before upload-pack exits; the waiting clone waits for the packer.
     await writeFile(
       join(dir, PACK_CACHE_DIR, `${KEY}${CLONE_SUFFIX}`),
       Buffer.concat([Buffer.from('PACK'), randomBytes(100)]),
     );
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(answered).toBe(false);
+    expect(first.waited?.()).toBe(true);
+    exited();
     const second = await waiting;
     expect(second.pack).not.toBeNull();
     expect(second.packing).toBeUndefined();
     await second.pack?.close();
-    exited();
   });
 
   it('hands packing on when the first ends without a file, and waits no longer than told', async () => {
     const dir = await generationWith(null);
-    const packing = new ClonePacking({ pollMs: 5, maxWaitMs: 10_000 });
+    const packing = new ClonePacking({ maxWaitMs: 10_000 });
     const first = await packing.open(dir, clone);
     let exited = () => {};
     first.packing?.(
@@ -245,11 +254,12 @@ describe('identical clones packing at once', () => {
     expect(next.pack).toBeNull();
     expect(next.packing).toBeDefined();
 
-    const impatient = new ClonePacking({ pollMs: 5, maxWaitMs: 30 });
+    const impatient = new ClonePacking({ maxWaitMs: 30 });
     const holder = await impatient.open(dir, clone);
     holder.packing?.(new Promise<void>(() => {}));
     const gaveUp = await impatient.open(dir, clone);
     expect(gaveUp.pack).toBeNull();
     expect(gaveUp.packing).toBeUndefined();
+    expect(holder.waited?.()).toBe(true);
   });
 });

@@ -80,4 +80,36 @@ describe('StateAnswers', () => {
     expect((await answers.made('k', async () => bytes(5, 'n'))).toString()).toBe('nnnnn');
     expect(answers.size).toBe(1);
   });
+  it('gives a promised answer to the questions that ask before it is kept, and tells the promiser they did', async () => {
+    const answers = new StateAnswers({ maxBytes: 1000, maxAnswerBytes: 500 });
+    expect(answers.answer('k')).toBeUndefined();
+    const promised = answers.promise('k');
+    expect(promised.asked()).toBe(false);
+    const waiting = [answers.answer('k'), answers.answer('k')];
+    expect(promised.asked()).toBe(true);
+    promised.keep(Promise.resolve(bytes(10, 'p')));
+    // Only the first keep counts.
+    promised.keep(bytes(10, 'x'));
+    const got = await Promise.all(waiting);
+    expect(got.every((answer) => answer?.toString() === 'p'.repeat(10))).toBe(true);
+    // Kept: the next question is answered at once, by the same bytes.
+    expect(answers.answer('k')).toBe(got[0]);
+  });
+
+  it('gives no answer for a promise kept with none or with a failure, and forgets it', async () => {
+    const answers = new StateAnswers({ maxBytes: 1000, maxAnswerBytes: 500 });
+    const none = answers.promise('none');
+    const waitingForNone = answers.answer('none');
+    none.keep(undefined);
+    expect(await waitingForNone).toBeUndefined();
+    expect(answers.answer('none')).toBeUndefined();
+
+    const broken = answers.promise('broken');
+    const waitingForBroken = answers.answer('broken');
+    broken.keep(Promise.reject(new Error('read failed')));
+    expect(await waitingForBroken).toBeUndefined();
+    expect(answers.size).toBe(0);
+    // Nothing is promised any more: the next question finds its own answer.
+    expect(answers.answer('broken')).toBeUndefined();
+  });
 });
