@@ -77,15 +77,8 @@ export async function answerOnGeneration(
   const cached = shape ? await deps.clonePacking.open(generation.dir, shape) : { pack: null };
   if (shape && memoryKey && cached.pack) {
     const { pack, size, lines } = cached;
-    // Left in memory by the fetch this one waited for, or by another that waited with it.
-    const kept = deps.packAnswers.get(memoryKey);
-    if (kept) {
-      promised?.keep(kept);
-      await pack.close();
-      await generation.release();
-      return kept;
-    }
     if (deps.packAnswers.accepts(wholeAnswerBytes(shape, size, lines))) {
+      // Read once by the fetches that got here together, or left in memory by the one they waited for.
       const whole = await keepWhole(deps.packAnswers, memoryKey, shape, { pack, size, lines }).catch(
         () => null,
       );

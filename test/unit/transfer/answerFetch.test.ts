@@ -383,59 +383,6 @@ describe('answerFetch, a CI checkout storm', () => {
     expect(packAnswerKey(state, shape('v2', 65515, null))).toBe(keys[0]);
   });
 
-  it('answers the same question about the same state from memory, without looking at the cache', async () => {
-    const dir = await copyOf(f);
-    const hook = await installPackCacheHook(await mkdtemp(join(tmpdir(), 'narwal-hooks-')));
-    const cache = new FakeCache(dir, { complete: true });
-    let looked = 0;
-    const counted: FetchDeps['cache'] = {
-      target: (loaded) => cache.target(loaded),
-      targetAt: (loaded, seq) => cache.targetAt(loaded, seq),
-      isComplete: () => {
-        looked++;
-        return cache.isComplete();
-      },
-      leaseRefs: () => cache.leaseRefs(),
-      leaseComplete: (target, progress) => cache.leaseComplete(target, progress),
-    };
-    const deps: FetchDeps = {
-      packObjectsHook: hook,
-      ensureHooks: () => ensurePackCacheHook(hook),
-      git: gitWith(f.home),
-      cache: counted,
-      refAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
-      clonePacking: new ClonePacking({ maxWaitMs: 10_000 }),
-      packAnswers: new StateAnswers({ maxBytes: 1 << 20 }),
-      logger: silentLogger,
-      clientMessage: () => undefined,
-    };
-    const job = async (git = deps.git, loaded = loadedIndex()) => {
-      const answer = await answerFetch(
-        { ...deps, git },
-        {
-          loaded,
-          body: Readable.from([v2Depth(f.main)]),
-          protocol: 'version=2',
-          owner: 't',
-          memory: { add: () => {} },
-          requestId: 'r',
-        },
-      );
-      return Buffer.isBuffer(answer) ? answer : Buffer.concat(await answer.toArray());
-    };
-    const first = await job();
-    await expect.poll(() => cache.held).toBe(0);
-    const second = await job(gitWith(f.home, 0));
-    expect(looked).toBe(2);
-    expect((await read(second)).pack).toEqual((await read(first)).pack);
-    await expect.poll(() => cache.held).toBe(0);
-    for (let i = 0; i < 5; i++) expect((await job(gitWith(f.home, 0))).equals(second)).toBe(true);
-    expect(looked).toBe(2);
-    expect(cache.leased).toBe(2);
-    // The next state (a push moved the repository on) is not answered with the old state's bytes.
-    await job(gitWith(f.home), loadedIndex(3));
-    expect(looked).toBe(3);
-  });
   /** A pack cache over a fresh copy of the fixture, counting looks at the cache and upload-packs. */
   const counted = async () => {
     const cache = new FakeCache(await copyOf(f), { complete: true });
@@ -476,11 +423,11 @@ describe('answerFetch, a CI checkout storm', () => {
       logger: silentLogger,
       clientMessage: () => undefined,
     };
-    const job = async (git: FetchDeps['git'] = deps.git) => {
+    const job = async (git: FetchDeps['git'] = deps.git, loaded = loadedIndex()) => {
       const answer = await answerFetch(
         { ...deps, git },
         {
-          loaded: loadedIndex(),
+          loaded,
           body: Readable.from([v2Depth(f.main)]),
           protocol: 'version=2',
           owner: 't',
@@ -492,6 +439,22 @@ describe('answerFetch, a CI checkout storm', () => {
     };
     return { cache, seen, packing, job };
   };
+
+  it('answers the same question about the same state from memory, without looking at the cache', async () => {
+    const { cache, seen, job } = await counted();
+    const first = await job();
+    await expect.poll(() => cache.held).toBe(0);
+    const second = await job(gitWith(f.home, 0));
+    expect(seen.looked).toBe(2);
+    expect((await read(second)).pack).toEqual((await read(first)).pack);
+    await expect.poll(() => cache.held).toBe(0);
+    for (let i = 0; i < 5; i++) expect((await job(gitWith(f.home, 0))).equals(second)).toBe(true);
+    expect(seen.looked).toBe(2);
+    expect(cache.leased).toBe(2);
+    // The next state (a push moved the repository on) is not answered with the old state's bytes.
+    await job(gitWith(f.home), loadedIndex(3));
+    expect(seen.looked).toBe(3);
+  });
 
   it('answers identical checkouts that arrive while git packs the first from its answer in memory, with no lease', async () => {
     const { cache, seen, packing, job } = await counted();
