@@ -22,9 +22,11 @@ import { RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
 import { createEventSinks } from './events/createEventSinks.js';
 import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
+import { ForkServer } from './git/ForkServer.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { ensureHooks, HOOKS_VERSION, installHooks } from './git/hookScript.js';
+import { directSpawner } from './git/ProcessSpawner.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
 import { ScratchRepos } from './git/scratchRepo.js';
 import { History } from './history/History.js';
@@ -171,9 +173,11 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const presence = await createPresenceStore(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const gitBudget = new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare);
+  const spawner = config.gitHelper ? new ForkServer() : directSpawner;
   const git = new GitRunner({
     budget: gitBudget,
     home,
+    spawner,
     ...(trace ? { trace2Dir: trace.gitDir } : {}),
   });
   // Each private repository a push will be received into comes with its receive-pack running.
@@ -360,6 +364,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
       await cache.releaseUnheldLeases();
       await node.remove();
       await trace?.close();
+      spawner.close();
     },
   };
 }

@@ -74,6 +74,11 @@ export interface Config {
   /** How many of those one client (a token, or an anonymous address) may run at once. */
   readonly gitShare: number;
   readonly gitQueueMs: number;
+  /**
+   * Start git from a helper process (lib/git/ForkServer.ts), so that the node's own process never
+   * forks; off, node's spawn forks it for each git process.
+   */
+  readonly gitHelper: boolean;
   /** Serve repeated full clones of a generation from the pack made for the first (on by default). */
   readonly packCache: boolean;
   /**
@@ -272,6 +277,7 @@ export function loadConfig(
     gitShare: integer(env, 'NARWAL_GIT_SHARE', gitShareOf(gitChildren), 1, 10_000),
     // A saturated node refuses at once (503 + Retry-After) rather than queueing work it cannot start.
     gitQueueMs: integer(env, 'NARWAL_GIT_QUEUE_MS', 0, 0, 3_600_000),
+    gitHelper: flag(env, 'NARWAL_GIT_HELPER', true),
     packCache: flag(env, 'NARWAL_PACK_CACHE', true),
     // S3 refuses presigned URLs valid for longer than 7 days.
     packUriTtlSeconds: integer(env, 'NARWAL_PACKFILE_URIS_TTL_S', 3600, 0, 7 * 24 * 3600),

@@ -8,7 +8,7 @@
  *   info <object>      ->  "<oid> <type> <size>\n"              or "<object> missing\n"
  *   contents <object>  ->  "<oid> <type> <size>\n<data>\n"      or "<object> missing\n"
  */
-import type { ChildProcess } from 'node:child_process';
+import type { GitChild } from '../git/ProcessSpawner.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -34,7 +34,7 @@ interface Pending {
 }
 
 export class CatFile {
-  readonly #child: ChildProcess;
+  readonly #child: GitChild;
   readonly #queue: Pending[] = [];
   #buffer: Buffer = Buffer.alloc(0);
   /** The header of the answer being read, while its data has not all arrived. */
@@ -44,7 +44,7 @@ export class CatFile {
   commands = 0;
 
   /** `child` is `git cat-file --batch-command` with piped stdin and stdout. */
-  constructor(child: ChildProcess) {
+  constructor(child: GitChild) {
     this.#child = child;
     child.stdout?.on('data', (chunk: Buffer) => this.#read(chunk));
     child.stdin?.on('error', (error: Error) => this.#fail(error));

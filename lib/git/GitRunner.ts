@@ -4,8 +4,9 @@
  * system and global config are ignored, and safe.directory is given on the command line, which
  * git treats as protected config.
  */
-import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
+import type { StdioOptions } from 'node:child_process';
 import type { GitBudget } from './GitBudget.js';
+import { directSpawner, type GitChild, type ProcessSpawner } from './ProcessSpawner.js';
 
 export interface GitSpawnOptions {
   readonly cwd?: string;
@@ -60,15 +61,14 @@ export class GitFailed extends Error {
 
 /**
  * A shell that waits for one line, the last argument, and then becomes git (`exec`): started
- * ahead of the request that gives it the line. Forking copies the parent's page tables, so it
- * costs this process some 2 ms of its one thread (a small C server's fork, a fraction of that);
- * started ahead, that happens between requests instead of inside one. A shell's `read` takes the
+ * ahead of the request that gives it the line, so that the fork, and the handing over of its
+ * pipes when a helper starts it (ForkServer.ts), happen between requests instead of inside one. A shell's `read` takes the
  * line a byte at a time from a pipe, so git reads exactly what comes after it.
  */
 const READY_SCRIPT = 'IFS= read -r last || exit 0; exec "$0" "$@" "$last"';
 
 interface Ready {
-  readonly child: ChildProcess;
+  readonly child: GitChild;
 }
 
 /**
@@ -77,7 +77,7 @@ interface Ready {
  * start it, or answers null when it is no longer alive; `discard` stops it unused.
  */
 export interface StartedAhead {
-  take(owner?: string): Promise<ChildProcess | null>;
+  take(owner?: string): Promise<GitChild | null>;
   discard(): void;
 }
 
@@ -85,19 +85,28 @@ export class GitRunner {
   readonly #budget: GitBudget;
   readonly #env: NodeJS.ProcessEnv;
   readonly #binary: string;
+  readonly #spawner: ProcessSpawner;
   /** Processes started ahead, one per kind of call (see READY_SCRIPT). */
   readonly #ready = new Map<string, Ready>();
   /** Processes started ahead whole (startAhead), not taken yet. */
-  readonly #ahead = new Set<ChildProcess>();
+  readonly #ahead = new Set<GitChild>();
   #closed = false;
 
   /**
    * `trace2Dir`: git's trace2 event target (GIT_TRACE2_EVENT, one file per git process), for
-   * profiles; off unless given.
+   * profiles; off unless given. `spawner`: what starts the processes (node's spawn unless given;
+   * ForkServer.ts keeps forks off this process).
    */
-  constructor(options: { budget: GitBudget; home: string; binary?: string; trace2Dir?: string }) {
+  constructor(options: {
+    budget: GitBudget;
+    home: string;
+    binary?: string;
+    trace2Dir?: string;
+    spawner?: ProcessSpawner;
+  }) {
     this.#budget = options.budget;
     this.#binary = options.binary ?? 'git';
+    this.#spawner = options.spawner ?? directSpawner;
     this.#env = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: options.home,
@@ -110,22 +119,23 @@ export class GitRunner {
   }
 
   /** Spawns git once a budget slot is free; the slot is released when the child exits. */
-  async spawn(args: readonly string[], options: GitSpawnOptions = {}): Promise<ChildProcess> {
+  async spawn(args: readonly string[], options: GitSpawnOptions = {}): Promise<GitChild> {
     return this.#start(this.#binary, ['-c', 'safe.directory=*', ...args], {}, options);
   }
 
   /**
    * Runs `script` with /bin/sh, git's environment and one budget slot: `"$0"` is git (trusting
    * every repository's owner, as spawn's git does) and `args` are the script's `"$@"`. For a step
-   * of a request made of a few git commands: each one spawned from here costs this process a fork,
-   * a copy of its page tables (about 13 ms at 200 MB of memory on a 2-core machine), and forks from
-   * a shell cost a fraction of that. The script must wait for every command it starts.
+   * of a request made of a few git commands: each one spawned from here costs a fork of a node
+   * process and the handing over of its pipes (without the helper, a fork of this one: about 13 ms
+   * at 200 MB of memory on a 2-core machine), and forks from a shell cost a fraction of that. The
+   * script must wait for every command it starts.
    */
   async spawnScript(
     script: string,
     args: readonly string[],
     options: GitSpawnOptions = {},
-  ): Promise<ChildProcess> {
+  ): Promise<GitChild> {
     return this.#start('/bin/sh', ['-c', script, this.#binary, ...args], TRUST_EVERY_OWNER, options);
   }
 
@@ -134,14 +144,14 @@ export class GitRunner {
     args: readonly string[],
     env: Readonly<Record<string, string>>,
     options: GitSpawnOptions,
-  ): Promise<ChildProcess> {
+  ): Promise<GitChild> {
     const release = options.withinSlot ? () => {} : await this.#budget.acquire(options.owner);
     try {
       // nice(1) lowers the priority before git starts, so everything git starts inherits it.
       const [command, commandArgs] = options.background
         ? ['nice', ['-n', String(BACKGROUND_NICE), binary, ...args]]
         : [binary, [...args]];
-      const child = spawn(command, commandArgs, {
+      const child = await this.#spawner.spawn(command, commandArgs, {
         cwd: options.cwd,
         env: { ...this.#env, ...env, ...options.env },
         stdio: options.stdio ?? ['pipe', 'pipe', 'pipe'],
@@ -164,7 +174,7 @@ export class GitRunner {
     args: readonly string[],
     last: string,
     options: Pick<GitSpawnOptions, 'owner' | 'stdio'> = {},
-  ): Promise<ChildProcess> {
+  ): Promise<GitChild> {
     const stdio = options.stdio ?? ['pipe', 'pipe', 'pipe'];
     const key = JSON.stringify([args, stdio]);
     const ready = this.#ready.get(key);
@@ -207,26 +217,34 @@ export class GitRunner {
     options: Pick<GitSpawnOptions, 'cwd' | 'stdio'> = {},
   ): StartedAhead | null {
     if (this.#closed) return null;
-    let child: ChildProcess;
-    try {
-      child = spawn(this.#binary, ['-c', 'safe.directory=*', ...args], {
+    const ahead = this.#ahead;
+    let taken = false;
+    const started = this.#spawner
+      .spawn(this.#binary, ['-c', 'safe.directory=*', ...args], {
         cwd: options.cwd,
         env: this.#env,
-        stdio: options.stdio ?? ['pipe', 'pipe', 'pipe'],
-      });
-    } catch {
-      return null;
-    }
-    const ahead = this.#ahead;
-    ahead.add(child);
-    child.once('error', () => ahead.delete(child));
-    child.once('exit', () => ahead.delete(child));
-    holdsOpen(child, false);
-    let taken = false;
+        stdio: options.stdio ?? PIPES,
+      })
+      .then(
+        (child) => {
+          if (this.#closed) {
+            child.kill('SIGKILL');
+            return null;
+          }
+          child.once('error', () => ahead.delete(child));
+          child.once('exit', () => ahead.delete(child));
+          holdsOpen(child, false);
+          if (!taken) ahead.add(child);
+          return child;
+        },
+        () => null,
+      );
     return {
       take: async (owner) => {
         if (taken) throw new Error('a process started ahead is taken once');
         taken = true;
+        const child = await started;
+        if (child === null) return null;
         ahead.delete(child);
         if (child.exitCode !== null || child.signalCode !== null || child.killed) return null;
         let release: () => void;
@@ -249,8 +267,11 @@ export class GitRunner {
       discard: () => {
         if (taken) return;
         taken = true;
-        ahead.delete(child);
-        child.kill('SIGKILL');
+        void started.then((child) => {
+          if (child === null) return;
+          ahead.delete(child);
+          child.kill('SIGKILL');
+        });
       },
     };
   }
@@ -265,26 +286,30 @@ export class GitRunner {
   }
 
   /** Starts the next ready process for `key` once `child` is over, off the path of a request. */
-  #readyAfter(child: ChildProcess, args: readonly string[], stdio: StdioOptions, key: string): void {
+  #readyAfter(child: GitChild, args: readonly string[], stdio: StdioOptions, key: string): void {
     child.once('close', () => {
       setImmediate(() => {
         if (this.#closed || this.#ready.has(key)) return;
-        try {
-          const waiting = spawn(
-            '/bin/sh',
-            ['-c', READY_SCRIPT, this.#binary, '-c', 'safe.directory=*', ...args],
-            {
-              env: this.#env,
-              stdio,
+        this.#spawner
+          .spawn('/bin/sh', ['-c', READY_SCRIPT, this.#binary, '-c', 'safe.directory=*', ...args], {
+            env: this.#env,
+            stdio,
+          })
+          .then(
+            (waiting) => {
+              // Closed meanwhile, or another call made one first.
+              if (this.#closed || this.#ready.has(key)) {
+                waiting.kill('SIGKILL');
+                return;
+              }
+              waiting.once('error', () => this.#ready.get(key)?.child === waiting && this.#ready.delete(key));
+              // A process that waits is never waited for: it must not keep this process alive.
+              holdsOpen(waiting, false);
+              this.#ready.set(key, { child: waiting });
             },
+            // None ready: the next call spawns as spawn does.
+            () => {},
           );
-          waiting.once('error', () => this.#ready.get(key)?.child === waiting && this.#ready.delete(key));
-          // A process that waits is never waited for: it must not keep this process alive.
-          holdsOpen(waiting, false);
-          this.#ready.set(key, { child: waiting });
-        } catch {
-          // None ready: the next call spawns as spawn does.
-        }
       });
     });
   }
@@ -323,7 +348,7 @@ export class GitRunner {
 const PIPES: StdioOptions = ['pipe', 'pipe', 'pipe'];
 
 /** Feeds `input` to a child and collects what it writes until it exits. */
-async function collect(child: ChildProcess, input: string | Buffer | undefined): Promise<GitResult> {
+async function collect(child: GitChild, input: string | Buffer | undefined): Promise<GitResult> {
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   child.stdout?.on('data', (d: Buffer) => stdout.push(d));
@@ -338,7 +363,7 @@ async function collect(child: ChildProcess, input: string | Buffer | undefined):
 }
 
 /** Whether `child` and its pipes keep this process's event loop alive. */
-function holdsOpen(child: ChildProcess, on: boolean): void {
+function holdsOpen(child: GitChild, on: boolean): void {
   if (on) child.ref();
   else child.unref();
   for (const stream of child.stdio) {

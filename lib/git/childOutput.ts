@@ -2,8 +2,9 @@
  * Turning a git child's stdout into a response body: streamed with backpressure, never buffered
  * whole, and the child killed if the client goes away.
  */
-import type { ChildProcess } from 'node:child_process';
+
 import { PassThrough, type Readable } from 'node:stream';
+import type { GitChild } from './ProcessSpawner.js';
 
 export interface ChildExit {
   readonly code: number | null;
@@ -12,7 +13,7 @@ export interface ChildExit {
 }
 
 /** Collects the tail of stderr and resolves when the child has exited and its pipes closed. */
-export function childExit(child: ChildProcess, maxStderr = 64 * 1024): Promise<ChildExit> {
+export function childExit(child: GitChild, maxStderr = 64 * 1024): Promise<ChildExit> {
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString('utf8')).slice(-maxStderr);
@@ -26,7 +27,7 @@ export function childExit(child: ChildProcess, maxStderr = 64 * 1024): Promise<C
 }
 
 /** The child's stdout behind an optional prefix; destroying the body kills the child. */
-export function childBody(child: ChildProcess, prefix?: Buffer): Readable {
+export function childBody(child: GitChild, prefix?: Buffer): Readable {
   const body = new PassThrough();
   if (prefix && prefix.length > 0) body.write(prefix);
   const stdout = child.stdout;
@@ -44,7 +45,7 @@ export function childBody(child: ChildProcess, prefix?: Buffer): Readable {
  * replays that first chunk.
  */
 export async function firstOutput(
-  child: ChildProcess,
+  child: GitChild,
   exit: Promise<ChildExit>,
 ): Promise<{ started: true; body: Readable } | { started: false; exit: ChildExit }> {
   const stdout = child.stdout;

@@ -445,7 +445,7 @@ async function rawFile(
 }
 
 /** A git child's stdout as a body; the session is done when git exits, git killed if the client leaves. */
-function streamed(ctx: PageContext, child: import('node:child_process').ChildProcess): Readable {
+function streamed(ctx: PageContext, child: import('../git/ProcessSpawner.js').GitChild): Readable {
   child.stdin?.end();
   const exit = childExit(child);
   void exit.then(() => ctx.session.done());

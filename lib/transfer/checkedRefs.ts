@@ -1,8 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Generation } from '../cache/RepoCache.js';
 import type { ChildExit } from '../git/childOutput.js';
+import type { GitChild } from '../git/ProcessSpawner.js';
 import { CacheChanged, GitRefused } from './errors.js';
 
 /**
@@ -27,7 +27,7 @@ interface RefsStamp {
 export async function checkedRefs(
   generation: Generation | null,
   service: string,
-  start: () => Promise<{ child: ChildProcess; exit: Promise<ChildExit> }>,
+  start: () => Promise<{ child: GitChild; exit: Promise<ChildExit> }>,
 ): Promise<Buffer> {
   const before = generation ? await stampOf(generation) : null;
   if (generation && before === null) {

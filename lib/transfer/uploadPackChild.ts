@@ -1,7 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import type { Generation } from '../cache/RepoCache.js';
 import { type ChildExit, childExit } from '../git/childOutput.js';
 import type { GitRunner } from '../git/GitRunner.js';
+import type { GitChild } from '../git/ProcessSpawner.js';
 import { gitProtocolEnv, uploadPackConfig } from '../git/uploadPack.js';
 
 /** What starting upload-pack needs: git, and the pack cache hook when there is one. */
@@ -29,7 +29,7 @@ export async function spawnUploadPack(
   deps: UploadPackDeps,
   generation: Generation,
   options: UploadPackOptions,
-): Promise<{ child: ChildProcess; exit: Promise<ChildExit> }> {
+): Promise<{ child: GitChild; exit: Promise<ChildExit> }> {
   // upload-pack runs the pack cache hook, if there is one, for what it packs.
   if (deps.packObjectsHook !== null)
     await deps.ensureHooks().catch(async (error: unknown) => {
@@ -53,7 +53,7 @@ export async function spawnReleasing(
   generation: Generation | null,
   args: string[],
   options: { env: Record<string, string>; owner: string },
-): Promise<ChildProcess> {
+): Promise<GitChild> {
   try {
     return await git.spawn(args, options);
   } catch (error) {

@@ -5,7 +5,7 @@
  * everything written after it on stdin, and take their budget slot only when handed out; so do
  * those started ahead whole (startAhead), which are handed out once, or not at all once dead.
  */
-import type { ChildProcess } from 'node:child_process';
+
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { getPriority, tmpdir } from 'node:os';
@@ -13,13 +13,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GitBudget } from '../../lib/git/GitBudget.js';
 import { GitRunner } from '../../lib/git/GitRunner.js';
+import type { GitChild } from '../../lib/git/ProcessSpawner.js';
 
 async function runner(budget = new GitBudget(4, 0)): Promise<GitRunner> {
   return new GitRunner({ budget, home: await mkdtemp(join(tmpdir(), 'narwal-home-')) });
 }
 
 /** What `child` wrote and how it ended, once it did. */
-async function outputOf(child: ChildProcess): Promise<{ code: number | null; stdout: string }> {
+async function outputOf(child: GitChild): Promise<{ code: number | null; stdout: string }> {
   const out: Buffer[] = [];
   child.stdout?.on('data', (d: Buffer) => out.push(d));
   const code = await new Promise<number | null>((done) => child.once('close', done));
@@ -67,7 +68,7 @@ describe('GitRunner.spawnReady', () => {
     execFileSync('git', ['hash-object', '--stdin'], { input: text }).toString('utf8').trim();
 
   /** `git hash-object --stdin <file>`: the hash of what came on stdin, then of the file. */
-  async function hashBoth(git: GitRunner, file: string, input: string): Promise<ChildProcess> {
+  async function hashBoth(git: GitRunner, file: string, input: string): Promise<GitChild> {
     const child = await git.spawnReady(['hash-object', '--stdin'], file);
     child.stdin?.end(input);
     return child;

@@ -50,6 +50,7 @@ describe('loadConfig', () => {
       gitChildren: 64,
       gitShare: 48,
       gitQueueMs: 0,
+      gitHelper: true,
       packCache: true,
       packUriTtlSeconds: 3600,
       quiet: false,
@@ -98,6 +99,12 @@ describe('loadConfig', () => {
     expect(config.host).toBe('::1');
     expect(config.dataDir).toBe('/flag');
     expect(config.cacheDir).toBe('/flag/cache');
+  });
+
+  it('starts git from the helper process unless NARWAL_GIT_HELPER=0', () => {
+    expect(loadConfig({}).gitHelper).toBe(true);
+    expect(loadConfig({ NARWAL_GIT_HELPER: '0' }).gitHelper).toBe(false);
+    expect(loadConfig({ NARWAL_GIT_HELPER: '1' }).gitHelper).toBe(true);
   });
 
   it('parses PORT', () => {

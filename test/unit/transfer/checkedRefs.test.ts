@@ -1,10 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
 import { link, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Generation } from '../../../lib/cache/RepoCache.js';
+import type { GitChild } from '../../../lib/git/ProcessSpawner.js';
 import { checkedRefs } from '../../../lib/transfer/checkedRefs.js';
 import { CacheChanged, GitRefused } from '../../../lib/transfer/errors.js';
 
@@ -41,7 +41,7 @@ function git(output: string, code: number, meanwhile: () => Promise<void> = asyn
       await meanwhile();
       return { code, signal: null, stderr: code === 0 ? '' : 'fatal: no' };
     })();
-    return { child: { stdout } as unknown as ChildProcess, exit };
+    return { child: { stdout } as unknown as GitChild, exit };
   };
   return { start, started: () => started };
 }
