@@ -62,8 +62,9 @@ export class GitFailed extends Error {
 /**
  * A shell that waits for one line, the last argument, and then becomes git (`exec`): started
  * ahead of the request that gives it the line, so that the fork, and the handing over of its
- * pipes when a helper starts it (ForkServer.ts), happen between requests instead of inside one. A shell's `read` takes the
- * line a byte at a time from a pipe, so git reads exactly what comes after it.
+ * pipes when a helper starts it (ForkServer.ts), happen between requests instead of inside one.
+ * A shell's `read` takes the line a byte at a time from a pipe, so git reads exactly what comes
+ * after it.
  */
 const READY_SCRIPT = 'IFS= read -r last || exit 0; exec "$0" "$@" "$last"';
 
