@@ -7,5 +7,6 @@ export default defineConfig({
     testTimeout: 60 * 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    globalSetup: ['test/helpers/globalSetup.ts'],
   },
 });
