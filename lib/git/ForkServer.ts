@@ -15,8 +15,10 @@
  * process that exits without reading all of its input would otherwise fail it with ECONNRESET),
  * the others are, and what nobody reads of them is read once the process exits. Only pipes and
  * `ignore` travel this way; a caller asking for anything else (a descriptor of its own,
- * `inherit`) is started by node's spawn, as is every process while the helper is not running.
- * Should the helper die, the processes it started are killed and fail with an error: how they
+ * `inherit`) is started by node's spawn, as is every process until the helper is ready: the helper
+ * starts with the first process asked for, off the path of that request (a node takes some
+ * 100-250 ms to start here, which a Lambda sandbox's init would otherwise wait for). Should the
+ * helper die, the processes it started are killed and fail with an error: how they
  * ended can no longer be known.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -37,6 +39,7 @@ const children = new Map();
 const send = (message, handle, sent) => { if (process.connected) process.send(message, handle, sent); };
 const described = (error) => ({ message: String(error && error.message), code: error && error.code, errno: error && error.errno, syscall: error && error.syscall, path: error && error.path });
 process.on('disconnect', () => process.exit(0));
+send({ t: 'ready' });
 process.on('message', (m) => {
   if (m.t === 'kill') { const child = children.get(m.id); if (child) child.kill(m.signal); return; }
   if (m.t !== 'spawn') return;
@@ -72,6 +75,7 @@ process.on('message', (m) => {
 `;
 
 type HelperMessage =
+  | { readonly t: 'ready'; readonly id?: undefined }
   | { readonly t: 'spawned'; readonly id: number; readonly pid: number; readonly fds: readonly number[] }
   | { readonly t: 'fd'; readonly id: number; readonly i: number }
   | {
@@ -92,6 +96,9 @@ interface SpawnErrorFields {
 
 export class ForkServer implements ProcessSpawner {
   #helper: ChildProcess | null = null;
+  /** The helper has said it takes requests; `ready` settles then (or once it failed to start). */
+  #ready = false;
+  #started: Promise<void> | null = null;
   readonly #children = new Map<number, RemoteChild>();
   /** Children that keep this process's event loop alive (ref'd, and not exited yet). */
   readonly #held = new Set<number>();
@@ -100,8 +107,10 @@ export class ForkServer implements ProcessSpawner {
 
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<GitChild> {
     const stdio = pipesOnly(options.stdio);
-    if (stdio === null || this.#closed || this.#running() === null)
+    if (stdio === null || this.#closed || !this.#ready) {
+      if (!this.#closed) void this.start();
       return directSpawner.spawn(command, args, options);
+    }
     const id = this.#nextId++;
     const child = new RemoteChild({
       stdio,
@@ -125,8 +134,12 @@ export class ForkServer implements ProcessSpawner {
     return this.#helper?.pid;
   }
 
-  #running(): ChildProcess | null {
-    if (this.#helper !== null) return this.#helper;
+  /**
+   * Starts the helper unless it runs; settles once it takes requests, or could not start (its
+   * processes are then started by node's spawn, and the next one tries again).
+   */
+  start(): Promise<void> {
+    if (this.#started !== null) return this.#started;
     let helper: ChildProcess;
     try {
       helper = spawn(process.execPath, ['-e', HELPER], {
@@ -134,13 +147,26 @@ export class ForkServer implements ProcessSpawner {
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       });
     } catch {
-      return null;
+      return Promise.resolve();
     }
     this.#helper = helper;
-    helper.on('message', (message: HelperMessage, handle?: object) => this.#receive(message, handle));
+    let settle!: () => void;
+    this.#started = new Promise((resolve) => {
+      settle = resolve;
+    });
+    helper.on('message', (message: HelperMessage, handle?: object) => {
+      if (message.t !== 'ready') this.#receive(message, handle);
+      else if (this.#helper === helper) {
+        this.#ready = true;
+        settle();
+      }
+    });
     const gone = () => {
+      settle();
       if (this.#helper !== helper) return;
       this.#helper = null;
+      this.#ready = false;
+      this.#started = null;
       this.#held.clear();
       const lost = [...this.#children.values()];
       this.#children.clear();
@@ -149,7 +175,7 @@ export class ForkServer implements ProcessSpawner {
     helper.once('error', gone);
     helper.once('exit', gone);
     this.#refHelper();
-    return helper;
+    return this.#started;
   }
 
   #send(message: object): void {
@@ -157,10 +183,10 @@ export class ForkServer implements ProcessSpawner {
     if (helper?.connected) helper.send(message);
   }
 
-  #receive(message: HelperMessage, handle: object | undefined): void {
+  #receive(message: Exclude<HelperMessage, { t: 'ready' }>, handle: object | undefined): void {
     const child = this.#children.get(message.id);
     if (child === undefined) {
-      if (handle !== undefined) new Socket({ handle } as unknown as SocketConstructorOpts).destroy();
+      (handle as { close(): void } | undefined)?.close();
       return;
     }
     if (message.t === 'spawned') child.spawned(message.pid, message.fds);
@@ -302,12 +328,9 @@ class RemoteChild extends EventEmitter implements GitChild {
   }
 
   received(index: number, pipe: object | null): void {
-    // As node's spawn makes a child's stdio streams (child_process createSocket).
-    const socket =
-      pipe === null
-        ? null
-        : new Socket({ handle: pipe, readable: index > 0 } as unknown as SocketConstructorOpts);
-    if (socket !== null && this.#kinds[index] === 'pipe') {
+    if (pipe !== null) {
+      // As node's spawn makes a child's stdio streams (child_process createSocket).
+      const socket = new Socket({ handle: pipe, readable: index > 0 } as unknown as SocketConstructorOpts);
       this.stdio[index] = socket;
       if (index > 0) {
         this.#openOutputs++;
@@ -316,7 +339,7 @@ class RemoteChild extends EventEmitter implements GitChild {
           this.#maybeClose();
         });
       }
-    } else socket?.destroy();
+    }
     if (--this.#awaited === 0) this.#start();
   }
 
@@ -339,11 +362,18 @@ class RemoteChild extends EventEmitter implements GitChild {
     this.#maybeClose();
   }
 
-  /** It could not start: its pipes are empty ones, and `error` follows, as with node's spawn. */
+  /**
+   * It could not start: the pipes it has not got are empty ones, and `error` then `close` follow,
+   * as with node's spawn.
+   */
   failed(error: Error): void {
-    this.#placeholders();
-    this.#answer(this);
+    if (this.#released) return;
     this.#done();
+    for (const [i, stream] of this.stdio.entries())
+      if (stream === null && this.#kinds[i] === 'pipe')
+        this.stdio[i] =
+          i === 0 ? new Writable({ write: (_chunk, _encoding, done) => done() }) : Readable.from([]);
+    this.#answer(this);
     setImmediate(() => {
       this.#over = true;
       this.emit('error', error);
@@ -353,21 +383,14 @@ class RemoteChild extends EventEmitter implements GitChild {
 
   /** The helper died: how it ends cannot be known, so it is stopped and fails. */
   lost(): void {
-    if (this.#released) return;
-    if (this.pid !== undefined) {
+    if (this.pid !== undefined && !this.#released) {
       try {
         process.kill(this.pid, 'SIGKILL');
       } catch {
         // Gone already.
       }
     }
-    this.#placeholders();
-    this.#answer(this);
-    this.#done();
-    setImmediate(() => {
-      this.#over = true;
-      this.emit('error', new Error('the process that started git stopped'));
-    });
+    this.failed(new Error('the process that started git stopped'));
   }
 
   #start(): void {
@@ -386,13 +409,5 @@ class RemoteChild extends EventEmitter implements GitChild {
     if (this.#released) return;
     this.#released = true;
     this.#onDone();
-  }
-
-  #placeholders(): void {
-    this.stdio = this.stdio.map((stream, i) => {
-      if (stream !== null) return stream;
-      if (this.#kinds[i] !== 'pipe') return null;
-      return i === 0 ? new Writable({ write: (_chunk, _encoding, done) => done() }) : Readable.from([]);
-    });
   }
 }

@@ -20,8 +20,10 @@ afterEach(() => {
   server = undefined;
 });
 
-function started(): ForkServer {
+/** A ForkServer whose helper is ready. */
+async function started(): Promise<ForkServer> {
   server = new ForkServer();
+  await server.start();
   return server;
 }
 
@@ -54,8 +56,23 @@ function running(pid: number): boolean {
 }
 
 describe('ForkServer', () => {
+  it('starts its helper off the path of the first process, which node’s spawn starts meanwhile', async () => {
+    server = new ForkServer();
+    const spawner = server;
+    const first = await spawner.spawn('sleep', ['5'], PIPES);
+    expect(parentOf(first.pid as number)).toBe(process.pid);
+    expect(spawner.helperPid).toBeGreaterThan(0);
+    await spawner.start();
+    const next = await spawner.spawn('sleep', ['5'], PIPES);
+    expect(parentOf(next.pid as number)).toBe(spawner.helperPid);
+    for (const child of [first, next]) {
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('close', resolve));
+    }
+  });
+
   it('gives the process its pipes: stdin in, stdout out, and close with its exit code', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('cat', [], PIPES);
     expect(child.pid).toBeGreaterThan(0);
     const result = await finished(child, 'hello\n');
@@ -65,7 +82,7 @@ describe('ForkServer', () => {
   });
 
   it('is not this process’s child: the helper forks it', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sleep', ['5'], PIPES);
     expect(parentOf(child.pid as number)).toBe(spawner.helperPid);
     expect(spawner.helperPid).not.toBe(process.pid);
@@ -74,7 +91,7 @@ describe('ForkServer', () => {
   });
 
   it('reports a non-zero exit, with what the process wrote on stderr, as exit then close', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sh', ['-c', 'echo out; echo err >&2; exit 3'], PIPES);
     const events: string[] = [];
     child.once('exit', (code: number) => events.push(`exit ${code}`));
@@ -86,7 +103,7 @@ describe('ForkServer', () => {
   });
 
   it('keeps every byte of a process that writes and exits at once', async () => {
-    const spawner = started();
+    const spawner = await started();
     const big = await spawner.spawn('head', ['-c', '3000000', '/dev/zero'], PIPES);
     expect((await finished(big)).stdout.length).toBe(3_000_000);
     // Many small ones: the race between the handover and the exit goes both ways.
@@ -102,7 +119,7 @@ describe('ForkServer', () => {
   });
 
   it('closes a process whose stderr nobody reads, once it exits, as node does', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sh', ['-c', 'echo out; echo unread >&2; exit 1'], PIPES);
     const out: Buffer[] = [];
     child.stdout?.on('data', (d: Buffer) => out.push(d));
@@ -112,7 +129,7 @@ describe('ForkServer', () => {
   });
 
   it('does not read stdin: input a process left unread fails nothing, as node’s spawn', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sh', ['-c', 'sleep 0.2; exit 0'], PIPES);
     const errors: Error[] = [];
     child.stdin?.on('error', (error: Error) => errors.push(error));
@@ -123,7 +140,7 @@ describe('ForkServer', () => {
   });
 
   it('kills with the signal asked for', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sleep', ['30'], PIPES);
     expect(child.kill('SIGKILL')).toBe(true);
     expect(child.killed).toBe(true);
@@ -132,7 +149,7 @@ describe('ForkServer', () => {
   });
 
   it('emits error for a command that is not there, as node’s spawn does', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('narwal-no-such-command', [], PIPES);
     const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
     expect(error.code).toBe('ENOENT');
@@ -140,7 +157,7 @@ describe('ForkServer', () => {
   });
 
   it('hands over a fourth pipe both ways (receive-pack’s channel to its hook)', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sh', ['-c', 'echo ping >&3; read answer <&3; echo "got $answer"'], {
       ...PIPES,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
@@ -152,7 +169,7 @@ describe('ForkServer', () => {
   });
 
   it('starts anything but pipes and ignore itself, with node’s spawn', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sleep', ['5'], { ...PIPES, stdio: ['ignore', 'pipe', 'inherit'] });
     expect(parentOf(child.pid as number)).toBe(process.pid);
     child.kill('SIGKILL');
@@ -160,7 +177,7 @@ describe('ForkServer', () => {
   });
 
   it('fails the processes of a helper that died, kills them, and starts a new helper', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sleep', ['30'], PIPES);
     const pid = child.pid as number;
     const failed = new Promise<Error>((resolve) => child.once('error', resolve));
@@ -172,10 +189,15 @@ describe('ForkServer', () => {
     expect(spawner.helperPid).not.toBe(helper);
     expect(spawner.helperPid).not.toBe(undefined);
     expect((await finished(next)).stdout.toString()).toBe('again\n');
+    await spawner.start();
+    const after = await spawner.spawn('sleep', ['5'], PIPES);
+    expect(parentOf(after.pid as number)).toBe(spawner.helperPid);
+    after.kill('SIGKILL');
+    await finished(after);
   });
 
   it('waits for the processes running when it is closed, then stops the helper', async () => {
-    const spawner = started();
+    const spawner = await started();
     const child = await spawner.spawn('sh', ['-c', 'read line; echo "$line"'], PIPES);
     const helper = spawner.helperPid as number;
     spawner.close();
