@@ -233,7 +233,7 @@ export class ChaosClient {
     if (refs !== null) {
       op.outcome = 'ok';
       op.refs = refs;
-    } else op.reason = reason.trim().split('\n').pop() ?? '';
+    } else op.reason = firstFailureLine(reason);
     this.#o.recorder.finish(op);
     return refs;
   }
@@ -282,6 +282,19 @@ export class ChaosClient {
       );
     });
   }
+}
+
+/**
+ * The line of git's stderr that says what failed first: an error, a fatal one or the server's
+ * (`remote: ...`), before what git failed on after it (`fatal: expected 'acknowledgments'` follows
+ * `error: RPC failed; HTTP 500`); the last line when none is.
+ */
+function firstFailureLine(stderr: string): string {
+  const lines = stderr
+    .trim()
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+  return lines.find((line) => /^(error|fatal|remote)[: ]/.test(line)) ?? lines.at(-1) ?? '';
 }
 
 /** `<oid> <ref>` lines of refs under `prefix`, renamed to the branches they stand for. */

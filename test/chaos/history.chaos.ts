@@ -247,6 +247,20 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
               120,
             ),
         );
+        // What the nodes answered with a 500 (their 'unexpected error' lines), by error.
+        const unexpected = count(
+          output
+            .split('\n')
+            .filter((line) => line.includes('"message":"unexpected error"'))
+            .map((line): NotPublished => {
+              try {
+                return JSON.parse(line) as NotPublished;
+              } catch {
+                return { error: { name: 'unreadable', message: 'a log line cut short' } };
+              }
+            }),
+          (line) => reasonKey(`${line.error?.name}: ${line.error?.message}`, 120),
+        );
         const ngReasons = count(
           commands.filter((c) => c.outcome === 'ng'),
           (c) => reasonKey(c.reason ?? '', 60),
@@ -264,7 +278,13 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
           deletions: commands.filter((c) => c.new === ZERO_OID).length,
           refusals: ngReasons,
           notPublished,
+          unexpectedErrors: unexpected,
           reads: count(reads, (r) => `${r.kind} ${r.outcome}`),
+          // What git said when a read failed (its last line).
+          readFailures: count(
+            reads.filter((r) => r.outcome === 'error'),
+            (r) => `${r.kind}: ${reasonKey(r.reason ?? '', 100)}`,
+          ),
           readsChecked,
           logEntries: entries,
           storeFaultsInjected: injected,
@@ -281,6 +301,12 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
         };
         console.log(`chaos summary ${JSON.stringify(summary, null, 2)}`);
         if (violations.length > 0) console.log(`violations:\n${violations.slice(0, 100).join('\n')}`);
+        // The first few 500s whole, with their stacks: what the counts above name.
+        const firstUnexpected = output
+          .split('\n')
+          .filter((line) => line.includes('"message":"unexpected error"'))
+          .slice(0, 3);
+        if (firstUnexpected.length > 0) console.log(`unexpected errors:\n${firstUnexpected.join('\n')}`);
         expect(violations).toEqual([]);
         // The run made history worth checking.
         expect(commands.filter((c) => c.outcome === 'ok').length).toBeGreaterThan(SECONDS / 2);
