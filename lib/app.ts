@@ -26,7 +26,7 @@ import { ForkServer } from './git/ForkServer.js';
 import { GitBudget } from './git/GitBudget.js';
 import { GitRunner } from './git/GitRunner.js';
 import { ensureHooks, HOOKS_VERSION, installHooks } from './git/hookScript.js';
-import { directSpawner } from './git/ProcessSpawner.js';
+import { directSpawner, type ProcessSpawner } from './git/ProcessSpawner.js';
 import { ensurePackCacheHook, installPackCacheHook } from './git/packCacheHook.js';
 import { ScratchRepos } from './git/scratchRepo.js';
 import { History } from './history/History.js';
@@ -117,6 +117,8 @@ export interface AppOptions {
   readonly lambdaClient?: LambdaClient;
   /** The EventBridge client events are put with, when a bus is configured. */
   readonly eventBridgeClient?: EventBridgeClient;
+  /** How git processes start, instead of the one `config.gitHelper` chooses. */
+  readonly spawner?: ProcessSpawner;
 }
 
 export async function createApp(config: Config, logger: Logger, options: AppOptions = {}): Promise<App> {
@@ -173,7 +175,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
   const presence = await createPresenceStore(config, now, trace?.sink);
   const leases = { presence, owner: node.id, ttlMs: config.leaseTtlMs, now };
   const gitBudget = new GitBudget(config.gitChildren, config.gitQueueMs, config.gitShare);
-  const spawner = config.gitHelper ? new ForkServer() : directSpawner;
+  const spawner = options.spawner ?? (config.gitHelper ? new ForkServer() : directSpawner);
   const git = new GitRunner({
     budget: gitBudget,
     home,

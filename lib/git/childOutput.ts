@@ -3,7 +3,8 @@
  * whole, and the child killed if the client goes away.
  */
 
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, type Readable, Transform } from 'node:stream';
+import { PktFraming } from '../protocol/PktFraming.js';
 import type { GitChild } from './ProcessSpawner.js';
 
 export interface ChildExit {
@@ -40,13 +41,65 @@ export function childBody(child: GitChild, prefix?: Buffer): Readable {
 }
 
 /**
+ * As childBody, for a child that answers in pkt-lines: when it ends otherwise than with status 0
+ * and its answer was not whole (it did not end on a flush packet), the body ends with
+ * `describe(exit)` as a packet the client prints and fails on (PktFraming.failure), or fails,
+ * cutting the response off, when no packet can follow what was sent. Without this, an answer cut
+ * short ends like a whole one, and git reports only what it then missed (`expected 'packfile'`,
+ * `bad pack header`).
+ */
+export function pktChildBody(
+  child: GitChild,
+  exit: Promise<ChildExit>,
+  describe: (exit: ChildExit) => string,
+  prefix?: Buffer,
+): Readable {
+  const framing = new PktFraming();
+  const body = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      framing.observe(chunk);
+      done(null, chunk);
+    },
+    flush(done) {
+      void exit.then((result) => {
+        if (result.code === 0 || framing.whole) return done();
+        const message = describe(result);
+        const tail = framing.failure(message);
+        if (tail === null) done(new Error(message));
+        else done(null, tail);
+      });
+    },
+  });
+  if (prefix && prefix.length > 0) body.write(prefix);
+  const stdout = child.stdout;
+  if (stdout) stdout.pipe(body);
+  else body.end();
+  body.once('close', () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  });
+  return body;
+}
+
+/** Why a child ended as it did, for a message: its last line on stderr, or its status. */
+export function exitCause(exit: ChildExit): string {
+  const line = exit.stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .pop();
+  if (line !== undefined) return line;
+  return exit.signal !== null ? `killed by ${exit.signal}` : `exit status ${exit.code}`;
+}
+
+/**
  * Waits until the child writes its first byte or exits, whichever comes first, so the caller can
  * still choose an error status when git refused the request without answering. The returned body
- * replays that first chunk.
+ * replays that first chunk; with `describe`, it is a pktChildBody.
  */
 export async function firstOutput(
   child: GitChild,
   exit: Promise<ChildExit>,
+  describe?: (exit: ChildExit) => string,
 ): Promise<{ started: true; body: Readable } | { started: false; exit: ChildExit }> {
   const stdout = child.stdout;
   if (!stdout) return { started: false, exit: await exit };
@@ -68,5 +121,8 @@ export async function firstOutput(
     stdout.once('end', onEnd);
   });
   if (first === null) return { started: false, exit: await exit };
-  return { started: true, body: childBody(child, first) };
+  return {
+    started: true,
+    body: describe ? pktChildBody(child, exit, describe, first) : childBody(child, first),
+  };
 }

@@ -9,7 +9,7 @@ import type { Publisher } from '../wal/Publisher.js';
 import { apiRoute } from './apiRoutes.js';
 import { baseUrl } from './baseUrl.js';
 import type { BrowseRouteDeps } from './browseRoutes.js';
-import { asHtml, asJson, asLfsJson, errorResponse, text } from './errorResponse.js';
+import { asHtml, asJson, asLfsJson, asUploadPackError, errorResponse, text } from './errorResponse.js';
 import { type GitRouteDeps, infoRefsRoute, receivePackRoute, uploadPackRoute } from './gitRoutes.js';
 import { methodNotAllowed, unauthorized } from './HttpError.js';
 import type { HealthCheck } from './health.js';
@@ -43,6 +43,8 @@ export function createHandler(deps: HandlerDeps): CoreHandler {
       const response = errorResponse(error, request.requestId, deps.logger);
       if (request.path.startsWith('/api/')) return asJson(response);
       if (isLfsRequest(request.path)) return asLfsJson(response, request.requestId);
+      if (request.method === 'POST' && gitSuffix(request.path) === '/git-upload-pack')
+        return asUploadPackError(response);
       // git and curl get the message as text; a browser gets it as a page.
       return wantsHtml(request) && !isGitPath(request.path) ? asHtml(response) : response;
     }

@@ -8,6 +8,7 @@ import { AmbiguousToken, TokenNotFound } from '../auth/TokenStore.js';
 import { InvalidSignedUrl } from '../auth/UrlSigner.js';
 import { CatFileClosed } from '../browse/CatFile.js';
 import { InvalidBrowsePath, NoSuchPath, NoSuchRevision } from '../browse/errors.js';
+import { BuildSuperseded } from '../cache/RepoCache.js';
 import { StalePreview } from '../history/History.js';
 import { RuleNotFound } from '../history/protection.js';
 import { InvalidRefPattern } from '../history/refPattern.js';
@@ -29,6 +30,7 @@ import { errorPageView } from '../monitor/pages.js';
 import { InvalidProtection } from '../policy/protectionRules.js';
 import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
+import { encodePktLine } from '../protocol/pktLine.js';
 import { StoreError } from '../store/errors.js';
 import { CacheChanged, GitRefused, PackNotInLog, RepoBeingCreated } from '../transfer/errors.js';
 import { Busy } from '../util/Busy.js';
@@ -47,6 +49,12 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
   if (error instanceof GitRefused) return text(400, error.message);
   if (error instanceof CacheChanged) return text(503, error.message, { 'retry-after': '1' });
+  if (error instanceof BuildSuperseded) {
+    // The cache was evicted or deleted while this request prepared it (and retried no more).
+    return text(503, `narwal: the server's cache of the repository changed while it was prepared; retry`, {
+      'retry-after': '1',
+    });
+  }
   if (error instanceof RepoBeingCreated) return text(409, error.message);
   if (error instanceof RepoNotFound) return text(404, `narwal: repository ${error.repo} not found`);
   if (error instanceof NoSuchEntry) return text(404, `narwal: ${error.message}`);
@@ -97,6 +105,28 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   logger.error('unexpected error', { requestId, error: serializeError(error, { stack: true }) });
   return text(500, `narwal: internal error (request ${requestId})`);
 }
+
+/**
+ * A fetch's POST that failed on narwal's side (a 5xx), answered so that git shows why. git 2.39
+ * shows nothing of a failed POST's body: curl drops it (CURLOPT_FAILONERROR) and git prints only
+ * `error: RPC failed; HTTP 503 curl 22 ...`, then what it missed (`fatal: expected
+ * 'acknowledgments'`). So the message goes in the protocol: status 200 and an `ERR` packet, on
+ * which git (v0 and v2 alike) dies with `fatal: remote error: <message>` (gitprotocol-pack(5),
+ * gitprotocol-v2(5)). What a request got wrong (a 4xx) keeps its status: no git sends it, and
+ * the clients that do read statuses.
+ */
+export function asUploadPackError(response: CoreResponse): CoreResponse {
+  if (response.status < 500 || !Buffer.isBuffer(response.body)) return response;
+  const message = response.body.toString('utf8').trim().split('\n')[0] ?? '';
+  const { 'content-type': _type, ...headers } = response.headers;
+  return {
+    status: 200,
+    headers: { ...headers, 'content-type': UPLOAD_PACK_RESULT },
+    body: encodePktLine(`ERR ${message}\n`),
+  };
+}
+
+const UPLOAD_PACK_RESULT = 'application/x-git-upload-pack-result';
 
 /** Git LFS failures; a lock conflict carries the lock in its answer, as the locking API says. */
 function lfsError(error: unknown, requestId: string): CoreResponse | null {

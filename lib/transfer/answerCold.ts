@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
+import { pktChildBody } from '../git/childOutput.js';
 import type { Logger } from '../log.js';
 import type { RefValue } from '../protocol/refValue.js';
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
@@ -7,7 +8,7 @@ import { classifyUploadPackRequest, predictedPrefix } from '../protocol/uploadPa
 import { answerWhilePreparing } from './answerWhilePreparing.js';
 import { answerOnGeneration, type PackCacheDeps } from './answerWithPackCache.js';
 import type { ClientMessage } from './errors.js';
-import { streamUploadPack } from './streamUploadPack.js';
+import { stoppedMidway, streamUploadPack } from './streamUploadPack.js';
 import { spawnUploadPack, type UploadPackOptions } from './uploadPackChild.js';
 
 export interface ColdFetchDeps extends PackCacheDeps {
@@ -72,13 +73,13 @@ export async function answerCold(
           await answer.relay(body);
           return;
         }
-        const { child } = await spawnUploadPack(deps, generation, git);
-        answer.body.once('close', () => {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-        });
+        const { child, exit } = await spawnUploadPack(deps, generation, git);
+        const output = pktChildBody(child, exit, stoppedMidway);
+        // Destroying the output stops git (pktChildBody).
+        answer.body.once('close', () => output.destroy());
         child.stdin?.on('error', () => {});
         child.stdin?.end(request);
-        if (child.stdout) await answer.relay(child.stdout);
+        await answer.relay(output);
       },
     },
     {

@@ -6,6 +6,7 @@
  * `remote error: ...` and fails on (gitprotocol-pack(5), "Packfile Data").
  */
 import { PassThrough, type Readable } from 'node:stream';
+import { failureMessageIn } from '../protocol/PktFraming.js';
 import { encodeSideband } from '../protocol/pktLine.js';
 
 export class SidebandProgress {
@@ -57,7 +58,11 @@ export class SidebandProgress {
         if (!pending.subarray(0, this.#prefix.length).equals(this.#prefix)) {
           output.off('data', onData);
           output.destroy();
-          this.fail('narwal: internal error: git answered in an unexpected way; retry the fetch');
+          // git may have stopped before the prefix was whole, its output ending with why.
+          this.fail(
+            failureMessageIn(pending) ??
+              'narwal: internal error: git answered in an unexpected way; retry the fetch',
+          );
           resolve(false);
           return;
         }
@@ -66,10 +71,16 @@ export class SidebandProgress {
         if (rest.length > 0 && !this.body.write(rest)) output.pause();
       };
       this.body.on('drain', () => output.resume());
+      // An output that fails midway (see pktChildBody) cuts the response off: nothing valid can follow.
+      output.once('error', (error) => {
+        this.#ended = true;
+        this.body.destroy(error);
+        resolve(false);
+      });
       output.on('data', onData);
       output.once('end', () => {
         if (!checked) {
-          this.fail('narwal: git ended its answer early; retry the fetch');
+          this.fail(failureMessageIn(pending) ?? 'narwal: git ended its answer early; retry the fetch');
           resolve(false);
           return;
         }

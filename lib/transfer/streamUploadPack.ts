@@ -1,14 +1,20 @@
 import type { Readable } from 'node:stream';
 import type { Generation } from '../cache/RepoCache.js';
-import { firstOutput } from '../git/childOutput.js';
+import { type ChildExit, exitCause, firstOutput } from '../git/childOutput.js';
 import { onBodyError } from '../util/onBodyError.js';
 import { GitRefused } from './errors.js';
 import { spawnUploadPack, type UploadPackDeps, type UploadPackOptions } from './uploadPackChild.js';
 
+/** What the client reads when upload-pack stops after its answer has begun (pktChildBody). */
+export function stoppedMidway(exit: ChildExit): string {
+  return `narwal: git upload-pack stopped before its answer was whole (${exitCause(exit)}); retry the fetch`;
+}
+
 /**
  * Runs upload-pack on a leased, complete generation with `body` as its request and streams its
  * answer; the lease goes when git exits. A request git refuses without answering is an error
- * (GitRefused), so the client gets a status and git's reason rather than an empty answer.
+ * (GitRefused), so the client gets a status and git's reason rather than an empty answer; one
+ * that stops after its answer has begun ends it with a message the client prints (stoppedMidway).
  */
 export async function streamUploadPack(
   deps: UploadPackDeps,
@@ -25,7 +31,7 @@ export async function streamUploadPack(
   });
   child.stdin?.on('error', () => {});
   body.pipe(child.stdin as NodeJS.WritableStream);
-  const first = await firstOutput(child, exit);
+  const first = await firstOutput(child, exit, stoppedMidway);
   if (first.started && inputError === undefined) return first.body;
   if (inputError) throw inputError;
   const finished = first.started ? await exit : first.exit;

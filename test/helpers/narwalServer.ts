@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type App, createApp } from '../../lib/app.js';
 import { loadConfig } from '../../lib/config.js';
+import type { ProcessSpawner } from '../../lib/git/ProcessSpawner.js';
 import { createNodeServer } from '../../lib/http/nodeServer.js';
 import { type Logger, silentLogger } from '../../lib/log.js';
 import type { ObjectStore } from '../../lib/store/ObjectStore.js';
@@ -29,12 +30,21 @@ export async function tempDataDir(): Promise<string> {
 }
 
 export async function startInProcess(
-  options: { dataDir?: string; env?: Record<string, string>; logger?: Logger; store?: ObjectStore } = {},
+  options: {
+    dataDir?: string;
+    env?: Record<string, string>;
+    logger?: Logger;
+    store?: ObjectStore;
+    spawner?: ProcessSpawner;
+  } = {},
 ): Promise<RunningNarwal & { app: App }> {
   const logger = options.logger ?? silentLogger;
   const dataDir = options.dataDir ?? (await tempDataDir());
   const config = loadConfig({ NARWAL_ADMIN_TOKEN: ADMIN_TOKEN, ...options.env }, { dataDir, port: 0 });
-  const app = await createApp(config, logger, options.store ? { store: options.store } : {});
+  const app = await createApp(config, logger, {
+    ...(options.store ? { store: options.store } : {}),
+    ...(options.spawner ? { spawner: options.spawner } : {}),
+  });
   // As `narwal serve` does before it listens.
   await app.primeTransfers();
   const server: Server = createNodeServer(app.handler, logger, {

@@ -1326,10 +1326,16 @@ describe('hostile HTTP, case by case', () => {
           deadlineMs: CASE_DEADLINE_MS,
           ...(signal ? { signal } : {}),
         });
+      // A fetch's POST refused on narwal's side is answered in the protocol, which git prints
+      // (errorResponse.ts, asUploadPackError): an ERR packet.
       const busy = (response: RawResponse) => {
-        expect(response.status, response.body.toString()).toBe(503);
+        expect(response.status, response.body.toString()).toBe(200);
+        expect(response.headers['content-type']).toBe('application/x-git-upload-pack-result');
         expect(response.headers['retry-after']).toBe('1');
-        return response.body.toString();
+        const body = response.body.toString();
+        expect(Number.parseInt(body.slice(0, 4), 16)).toBe(response.body.length);
+        expect(body.slice(4, 8)).toBe('ERR ');
+        return body.slice(8);
       };
       const holding = (bytes: number) => eventually(async () => local.app.requestMemory.held >= bytes);
       const first = held(AUTH, release.signal);

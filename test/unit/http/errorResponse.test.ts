@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AccessDenied } from '../../../lib/auth/AccessDenied.js';
-import { errorResponse } from '../../../lib/http/errorResponse.js';
+import { BuildSuperseded } from '../../../lib/cache/RepoCache.js';
+import { asUploadPackError, errorResponse } from '../../../lib/http/errorResponse.js';
 import { unauthorized } from '../../../lib/http/HttpError.js';
 import { silentLogger } from '../../../lib/log.js';
 import { PresenceUnavailable } from '../../../lib/presence/PresenceStore.js';
@@ -19,6 +20,10 @@ describe('errorResponse', () => {
     ['the store being unavailable', new StoreUnavailable('k', 'down')],
     ['a store race left unabsorbed', new ConditionalConflict('k')],
     ['presence records being unavailable', new PresenceUnavailable('throttled')],
+    [
+      'a cache build the cache changed under',
+      new BuildSuperseded('the cache of r changed while g was built'),
+    ],
   ])('answers %s with a retryable 503 and a message', (_, error) => {
     const { status, headers, text } = answer(error);
     expect(status).toBe(503);
@@ -72,5 +77,26 @@ describe('errorResponse for the transfers', () => {
       status: 409,
       text: 'narwal: repository team/app is being created; retry\n',
     });
+  });
+});
+
+describe('asUploadPackError', () => {
+  it("answers a fetch's server-side failure as an ERR packet git prints, keeping its other headers", () => {
+    const response = asUploadPackError(
+      errorResponse(new Busy('narwal: server busy; retry'), 'req-1', silentLogger),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toBe('application/x-git-upload-pack-result');
+    expect(response.headers['retry-after']).toBe('1');
+    expect(String(response.body)).toBe('0023ERR narwal: server busy; retry\n');
+    const internal = asUploadPackError(errorResponse(new TypeError('x'), 'req-1', silentLogger));
+    expect(String(internal.body)).toBe('002fERR narwal: internal error (request req-1)\n');
+  });
+
+  it('keeps what a request got wrong as its 4xx, and a 401 asking for credentials', () => {
+    for (const error of [new GitRefused('upload-pack', 'fatal: bad line'), unauthorized('narwal: sign in')]) {
+      const original = errorResponse(error, 'req-1', silentLogger);
+      expect(asUploadPackError(original)).toBe(original);
+    }
   });
 });

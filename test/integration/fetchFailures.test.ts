@@ -1,0 +1,172 @@
+/**
+ * Fetches that fail on narwal's side, told to real git clients in words they print: upload-pack
+ * stopping after its answer has begun (killed, its repository deleted under it, a disk error),
+ * and a fetch's POST failing before any answer (git shows nothing of a failed POST's body). After
+ * each, the next fetch gets everything. narwal runs here with a process spawner that cuts
+ * upload-pack's output at a chosen point of a fetch's answer (a node script between git and
+ * narwal, exiting 1 as git does on a fatal error), or refuses to start it.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../lib/app.js';
+import { directSpawner, type ProcessSpawner } from '../../lib/git/ProcessSpawner.js';
+import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
+import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
+
+type Cut = 'off' | 'acks' | 'band1' | 'mid' | 'refuse';
+
+/**
+ * Passes git's packets through until the cut (`acks`: after v2's `acknowledgments` line; `band1`:
+ * after the first pack data packet; `mid`: halfway into it), then says so on stderr and exits 1.
+ * An answer without the cut point passes whole.
+ */
+const CUTTER = `
+const mode = process.argv[1];
+let buf = Buffer.alloc(0);
+let cut = false;
+const stop = (upTo) => {
+  cut = true;
+  process.stdout.write(buf.subarray(0, upTo), () => {
+    process.stderr.write('fatal: cut by the test\\n');
+    process.exit(1);
+  });
+};
+process.stdin.on('data', (chunk) => {
+  if (cut) return;
+  buf = Buffer.concat([buf, chunk]);
+  let at = 0;
+  while (buf.length - at >= 4) {
+    const length = parseInt(buf.toString('latin1', at, at + 4), 16);
+    const size = length < 4 ? 4 : length;
+    if (mode === 'mid' && length > 6 && buf.length - at > 4 && buf[at + 4] === 1)
+      return stop(at + 4 + Math.floor((length - 4) / 2));
+    if (buf.length - at < size) break;
+    const payload = buf.subarray(at + 4, at + size);
+    at += size;
+    if ((mode === 'acks' && payload.toString() === 'acknowledgments\\n') || (mode === 'band1' && payload[0] === 1))
+      return stop(at);
+  }
+  process.stdout.write(buf.subarray(0, at));
+  buf = buf.subarray(at);
+});
+process.stdin.on('end', () => { if (!cut) process.stdout.write(buf); });
+`;
+
+let cut: Cut = 'off';
+/**
+ * upload-pack's output through CUTTER while `cut` names a point; not started at all for a POST
+ * while it is `refuse`; every other process as it is.
+ */
+const cutting: ProcessSpawner = {
+  spawn: (command, args, options) => {
+    if (cut === 'off' || !args.includes('upload-pack')) return directSpawner.spawn(command, args, options);
+    // A fetch's POST only: v0's advertisement (a GET, whose body git shows) starts as it is.
+    if (cut === 'refuse' && !args.includes('--advertise-refs'))
+      return Promise.reject(new Error('the test refuses to start upload-pack'));
+    if (cut === 'refuse') return directSpawner.spawn(command, args, options);
+    return directSpawner.spawn(
+      'sh',
+      ['-c', `"$0" "$@" | "${process.execPath}" -e "$NARWAL_TEST_CUTTER" ${cut}`, command, ...args],
+      { ...options, env: { ...options.env, NARWAL_TEST_CUTTER: CUTTER } },
+    );
+  },
+  close: () => {},
+};
+
+let server: RunningNarwal & { app: App };
+let home: string;
+
+beforeAll(async () => {
+  server = await startInProcess({ spawner: cutting });
+  home = await makeHome();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const STOPPED = 'narwal: git upload-pack stopped before its answer was whole (';
+
+describe('an answer git cut short', () => {
+  for (const [version, point, shows] of [
+    ['2', 'band1', `remote: ${STOPPED}`],
+    ['2', 'mid', `remote: ${STOPPED}`],
+    ['2', 'acks', `fatal: remote error: ${STOPPED}`],
+    ['0', 'band1', `remote: ${STOPPED}`],
+  ] as const) {
+    it(`is reported to a protocol v${version} fetch cut at ${point}, and the next fetch gets everything`, async () => {
+      const repo = `cut/v${version}-${point}`;
+      const url = `${server.authUrl}/${repo}.git`;
+      const work = await workRepo(home, 2);
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+      const clone = `${work}-clone`;
+      await gitOk(['clone', '-q', url, clone], { home });
+      const want = await commitFile(work, home, 'more.txt', 'more\n'.repeat(2000));
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+
+      // A fetch with haves always goes to git.
+      cut = point;
+      const failed = await git(['-c', `protocol.version=${version}`, 'fetch', 'origin'], {
+        cwd: clone,
+        home,
+      }).finally(() => {
+        cut = 'off';
+      });
+      expect(failed.code).not.toBe(0);
+      expect(failed.stderr).toContain(shows);
+      expect(failed.stderr).toContain('retry the fetch');
+      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).not.toBe(want);
+
+      await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
+      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
+      await gitOk(['fsck', '--no-dangling'], { cwd: clone, home });
+    });
+  }
+
+  it('is reported to a clone that found the cache cold, after the progress sent while preparing it', async () => {
+    const repo = 'cut/cold-clone';
+    const url = `${server.authUrl}/${repo}.git`;
+    const work = await workRepo(home, 3);
+    await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+    await server.app.idle();
+    await rm(join(server.dataDir, 'cache', 'repos'), { recursive: true, force: true });
+    cut = 'band1';
+    const failed = await git(['-c', 'protocol.version=2', 'clone', url, `${work}-cold`], { home }).finally(
+      () => {
+        cut = 'off';
+      },
+    );
+    expect(failed.code).not.toBe(0);
+    expect(failed.stderr).toContain(`remote: ${STOPPED}`);
+    await gitOk(['-c', 'protocol.version=2', 'clone', '-q', url, `${work}-again`], { home });
+    await gitOk(['fsck', '--no-dangling'], { cwd: `${work}-again`, home });
+  });
+});
+
+describe('a fetch whose POST fails before any answer', () => {
+  for (const version of ['2', '0']) {
+    it(`is told why by an ERR packet that protocol v${version} git prints, and the next fetch works`, async () => {
+      const url = `${server.authUrl}/refused/v${version}.git`;
+      const work = await workRepo(home, 2);
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+      const clone = `${work}-clone`;
+      await gitOk(['clone', '-q', url, clone], { home });
+      const want = await commitFile(work, home, 'more.txt', 'more\n');
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+
+      cut = 'refuse';
+      const failed = await git(['-c', `protocol.version=${version}`, 'fetch', 'origin'], {
+        cwd: clone,
+        home,
+      }).finally(() => {
+        cut = 'off';
+      });
+      expect(failed.code).not.toBe(0);
+      expect(failed.stderr).toMatch(/fatal: remote error: narwal: internal error \(request [0-9a-z-]+\)/);
+      expect(failed.stderr).not.toContain('RPC failed');
+
+      await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
+      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
+    });
+  }
+});
