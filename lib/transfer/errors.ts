@@ -14,13 +14,14 @@ export class GitRefused extends Error {
 }
 
 /**
- * The generation was deleted while git listed its refs: git lists a directory without packed-refs
- * as no refs at all, which a client would take for the repository's state. Retryable.
+ * The generation was deleted while git read it: git lists a directory without packed-refs as no
+ * refs at all, which a client would take for the repository's state, and refuses a fetch in a
+ * directory that is gone as if the request were wrong. Retryable.
  */
 export class CacheChanged extends Error {
   readonly code = 'CacheChanged';
-  constructor() {
-    super('narwal: the cache changed while the refs were read; retry');
+  constructor(message = 'narwal: the cache changed while the refs were read; retry') {
+    super(message);
   }
 }
 

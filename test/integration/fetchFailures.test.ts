@@ -14,7 +14,7 @@ import { directSpawner, type ProcessSpawner } from '../../lib/git/ProcessSpawner
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
-type Cut = 'off' | 'acks' | 'band1' | 'mid' | 'refuse';
+type Cut = 'off' | 'acks' | 'band1' | 'mid' | 'refuse' | 'vanish';
 
 /**
  * Passes git's packets through until the cut (`acks`: after v2's `acknowledgments` line; `band1`:
@@ -55,8 +55,9 @@ process.stdin.on('end', () => { if (!cut) process.stdout.write(buf); });
 
 let cut: Cut = 'off';
 /**
- * upload-pack's output through CUTTER while `cut` names a point; not started at all for a POST
- * while it is `refuse`; every other process as it is.
+ * upload-pack's output through CUTTER while `cut` names a point; for a POST, not started at all
+ * while it is `refuse`, started in a generation just deleted while it is `vanish`; every other
+ * process as it is.
  */
 const cutting: ProcessSpawner = {
   spawn: (command, args, options) => {
@@ -65,6 +66,12 @@ const cutting: ProcessSpawner = {
     if (cut === 'refuse' && !args.includes('--advertise-refs'))
       return Promise.reject(new Error('the test refuses to start upload-pack'));
     if (cut === 'refuse') return directSpawner.spawn(command, args, options);
+    // The generation upload-pack is given (its last argument) deleted just before it starts.
+    if (cut === 'vanish' && !args.includes('--advertise-refs'))
+      return rm(args.at(-1) as string, { recursive: true, force: true }).then(() =>
+        directSpawner.spawn(command, args, options),
+      );
+    if (cut === 'vanish') return directSpawner.spawn(command, args, options);
     return directSpawner.spawn(
       'sh',
       ['-c', `"$0" "$@" | "${process.execPath}" -e "$NARWAL_TEST_CUTTER" ${cut}`, command, ...args],
@@ -164,6 +171,36 @@ describe('a fetch whose POST fails before any answer', () => {
       expect(failed.code).not.toBe(0);
       expect(failed.stderr).toMatch(/fatal: remote error: narwal: internal error \(request [0-9a-z-]+\)/);
       expect(failed.stderr).not.toContain('RPC failed');
+
+      await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
+      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
+    });
+  }
+});
+
+describe('a fetch whose generation is deleted under it', () => {
+  for (const version of ['2', '0']) {
+    it(`is told to retry (protocol v${version}), not that its request was wrong, and no path is shown`, async () => {
+      const url = `${server.authUrl}/vanished/v${version}.git`;
+      const work = await workRepo(home, 2);
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+      const clone = `${work}-clone`;
+      await gitOk(['clone', '-q', url, clone], { home });
+      const want = await commitFile(work, home, 'more.txt', 'more\n');
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+
+      cut = 'vanish';
+      const failed = await git(['-c', `protocol.version=${version}`, 'fetch', 'origin'], {
+        cwd: clone,
+        home,
+      }).finally(() => {
+        cut = 'off';
+      });
+      expect(failed.code).not.toBe(0);
+      expect(failed.stderr).toContain(
+        "fatal: remote error: narwal: the server's cache of the repository changed during the fetch; retry the fetch",
+      );
+      expect(failed.stderr).not.toContain(server.dataDir);
 
       await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
       expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
