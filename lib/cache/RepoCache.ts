@@ -34,6 +34,7 @@ import {
 } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Logger, serializeError } from '../log.js';
 import type { RefValue } from '../protocol/refValue.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
@@ -113,6 +114,11 @@ export const COMPLETE = 'narwal-complete';
  * path gets another name, so a build can tell that the packs it downloaded went with the old one.
  */
 const STORE_ID = 'narwal-store-id';
+
+/** How often a generation's refs are written before a cache deleted under the writes gives up. */
+const REFS_ATTEMPTS = 3;
+/** What a cache directory deleted under a write makes node:fs throw. */
+const FS_RACES = ['ENOENT', 'ENOTEMPTY', 'EEXIST'];
 
 /** A build found the cache changed under it (evicted, deleted, or its lock taken over): build again. */
 export class BuildSuperseded extends Error {
@@ -308,6 +314,9 @@ export class RepoCache {
         return { dir, name: target.name, objects: objectsDir(incarnation), release: hold.release };
       }
       await hold.discard();
+      // What is there without packed-refs is no generation (one half deleted, or what a deletion
+      // interrupted left, maybe with its COMPLETE mark): it goes, so that `ready` builds anew.
+      await rm(dir, { recursive: true, force: true });
     }
     throw new Busy(`narwal: the cache of ${target.repo} is being rebuilt; retry in a moment`);
   }
@@ -338,8 +347,28 @@ export class RepoCache {
     this.#stamped.set(dir, at);
   }
 
-  /** Writes the generation's refs if nobody has: no lock, since every writer writes the same. */
+  /**
+   * Writes the generation's refs if nobody has: no lock, since every writer writes the same. The
+   * cache may be deleted under it at any moment (eviction, an operator, EFS trouble): a write that
+   * meets a directory vanishing, or one half deleted in its place, is tried again a few times,
+   * then given up as BuildSuperseded (retryable).
+   */
   async #ensureRefs(target: CacheTarget): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#writeRefs(target);
+      } catch (error) {
+        if (!FS_RACES.some((code) => isCode(error, code))) throw error;
+        if (attempt >= REFS_ATTEMPTS)
+          throw new BuildSuperseded(
+            `the cache of ${target.repo} changed while the refs of ${target.name} were written`,
+          );
+        await sleep(10 * attempt);
+      }
+    }
+  }
+
+  async #writeRefs(target: CacheTarget): Promise<void> {
     const dir = this.#dir(target);
     if (await exists(join(dir, 'packed-refs'))) return;
     const incarnation = incarnationDir(this.#root, target.repo, target.created);
@@ -353,8 +382,19 @@ export class RepoCache {
         join(temp, 'narwal-generation.json'),
         JSON.stringify({ seq: target.seq, created: target.created, name: target.name }),
       );
-      await rename(temp, dir);
-      this.#builtNow(dir);
+      const placed = await rename(temp, dir).then(
+        () => true,
+        async (error: unknown) => {
+          // A generation directory without packed-refs is no generation: one half deleted, or
+          // what a deletion interrupted left. Nothing can be renamed over it, so it goes first.
+          if (!isCode(error, 'ENOTEMPTY') && !isCode(error, 'EEXIST')) throw error;
+          if (await exists(join(dir, 'packed-refs'))) return false;
+          await rm(dir, { recursive: true, force: true });
+          await rename(temp, dir);
+          return true;
+        },
+      );
+      if (placed) this.#builtNow(dir);
     } catch (error) {
       if (!(await exists(join(dir, 'packed-refs')))) throw error;
     } finally {

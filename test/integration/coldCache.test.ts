@@ -142,4 +142,33 @@ describe('a cold cache', () => {
       await generation.release();
     }
   });
+
+  it('rebuilds a generation a deletion left half done, without its packed-refs, and serves from it', async () => {
+    const repo = 'cold/half-deleted';
+    const { work, url } = await seeded(repo, 2);
+    const clone = `${work}-clone`;
+    await gitOk(['clone', '-q', url, clone], { home });
+    const want = await commitFile(work, home, 'later.txt', 'later\n');
+    await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+    await server.app.idle();
+    // An interrupted `rm -r` of the cache: every generation loses its packed-refs, and keeps the
+    // rest (its COMPLETE mark among it).
+    const root = join(server.dataDir, 'cache', 'repos', `${repo}.git`);
+    let halved = 0;
+    for (const incarnation of await readdir(root)) {
+      const gens = join(root, incarnation, 'gens');
+      for (const name of await readdir(gens)) {
+        if (name.startsWith('.')) continue;
+        await rm(join(gens, name, 'packed-refs'), { force: true });
+        halved++;
+      }
+    }
+    expect(halved).toBeGreaterThan(0);
+    // Ref advertisements (v0, and receive-pack's) lease the generation's refs alone.
+    expect(await gitOk(['-c', 'protocol.version=0', 'ls-remote', url, 'main'], { home })).toContain(want);
+    // A fetch with haves goes to git, on a complete generation.
+    await gitOk(['fetch', '-q', 'origin'], { cwd: clone, home });
+    expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
+    await gitOk(['fsck', '--no-dangling'], { cwd: clone, home });
+  });
 });
