@@ -28,17 +28,25 @@ import { Readable, Writable } from 'node:stream';
 import { directSpawner, type GitChild, type ProcessSpawner, type SpawnOptions } from './ProcessSpawner.js';
 
 /**
- * The helper, run with `node -e`. Its messages: `spawned` (pid, and which stdio entries are
+ * The helper, run with `node -e` (exported for its tests). Its messages: `spawned` (pid, and which stdio entries are
  * pipes), then one `fd` per pipe with the pipe as its handle, then `exit`; or `error`. node sends
  * a handle only once the one before it was acknowledged, and queues every message behind it, so
  * they arrive in this order.
  */
-const HELPER = `'use strict';
+export const HELPER = `'use strict';
 const { spawn } = require('node:child_process');
 const children = new Map();
 const send = (message, handle, sent) => { if (process.connected) process.send(message, handle, sent); };
 const described = (error) => ({ message: String(error && error.message), code: error && error.code, errno: error && error.errno, syscall: error && error.syscall, path: error && error.path });
-process.on('disconnect', () => process.exit(0));
+// Without its node, nobody reads what its processes write: they go, and so does the helper.
+const orphaned = () => { for (const child of children.values()) child.kill('SIGKILL'); process.exit(0); };
+process.on('disconnect', orphaned);
+// A message to a node that died fails (EPIPE) as an 'error' of this process.
+process.on('error', orphaned);
+// node holds 'disconnect' back while a pipe it sent waits for the node's acknowledgement, which a
+// node that died never sends: the parent's pid changing says it died all the same.
+const parent = process.ppid;
+setInterval(() => { if (process.ppid !== parent) orphaned(); }, 500).unref();
 send({ t: 'ready' });
 process.on('message', (m) => {
   if (m.t === 'kill') { const child = children.get(m.id); if (child) child.kill(m.signal); return; }

@@ -4,10 +4,11 @@
  * fast they exit, this process is not their parent, and a helper that dies takes its processes
  * with it and is replaced.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ForkServer } from '../../../lib/git/ForkServer.js';
+import { ForkServer, HELPER } from '../../../lib/git/ForkServer.js';
 import type { GitChild, SpawnOptions } from '../../../lib/git/ProcessSpawner.js';
 import { eventually } from '../../helpers/eventually.js';
 
@@ -205,5 +206,45 @@ describe('ForkServer', () => {
     const result = await finished(child, 'still served\n');
     expect(result.stdout.toString()).toBe('still served\n');
     expect(await eventually(() => !running(helper))).toBe(true);
+  });
+
+  it('outlives no node: killed while a pipe it sent waited for the node, it kills its processes and exits', async () => {
+    // A node (plain JS) that starts the helper, asks it for a process with pipes, tells its pid and
+    // the helper's, and stops itself before it can acknowledge the pipes; then it is killed.
+    const node = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const { spawn } = require('node:child_process');
+const helper = spawn(process.execPath, ['-e', process.env.HELPER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+helper.once('message', () => {
+  helper.send({ t: 'spawn', id: 1, command: 'sleep', args: ['300'], cwd: undefined, env: { PATH: process.env.PATH }, stdio: ['pipe', 'pipe', 'pipe'] });
+  console.log(helper.pid);
+  setTimeout(() => process.kill(process.pid, 'SIGSTOP'), 0);
+});`,
+      ],
+      { env: { PATH: process.env.PATH, HELPER }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const helper = await new Promise<number>((resolve) =>
+        node.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
+      );
+      expect(helper).toBeGreaterThan(0);
+      const childOf = (pid: number) =>
+        (
+          readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+            .trim()
+            .split(' ')
+            .filter(Boolean) as string[]
+        ).map(Number);
+      expect(await eventually(async () => running(helper) && childOf(helper).length === 1)).toBe(true);
+      const sleeper = childOf(helper)[0] as number;
+      node.kill('SIGKILL');
+      expect(await eventually(async () => !running(helper) && !running(sleeper), { withinMs: 5000 })).toBe(
+        true,
+      );
+    } finally {
+      node.kill('SIGKILL');
+    }
   });
 });
