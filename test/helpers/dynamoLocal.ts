@@ -72,6 +72,10 @@ export async function startDynamoLocal(): Promise<DynamoLocal> {
     '-XX:+UseSerialGC',
     '-Xmx256m',
     `-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`,
+    // What it unpacks (a copy of its SQLite library, 900 KB a start) goes in our dir, not /tmp,
+    // and no hsperfdata file is written.
+    `-Djava.io.tmpdir=${dir}`,
+    '-XX:-UsePerfData',
     '-jar',
     join(home, 'DynamoDBLocal.jar'),
     '-inMemory',
