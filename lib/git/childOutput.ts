@@ -5,6 +5,7 @@
 
 import { PassThrough, type Readable, Transform } from 'node:stream';
 import { PktFraming } from '../protocol/PktFraming.js';
+import { lastLine } from '../util/lastLine.js';
 import type { GitChild } from './ProcessSpawner.js';
 
 export interface ChildExit {
@@ -29,7 +30,11 @@ export function childExit(child: GitChild, maxStderr = 64 * 1024): Promise<Child
 
 /** The child's stdout behind an optional prefix; destroying the body kills the child. */
 export function childBody(child: GitChild, prefix?: Buffer): Readable {
-  const body = new PassThrough();
+  return fedBy(child, new PassThrough(), prefix);
+}
+
+/** `body` fed the prefix, then the child's stdout; destroying it kills the child. */
+function fedBy<T extends PassThrough | Transform>(child: GitChild, body: T, prefix?: Buffer): T {
   if (prefix && prefix.length > 0) body.write(prefix);
   const stdout = child.stdout;
   if (stdout) stdout.pipe(body);
@@ -70,23 +75,12 @@ export function pktChildBody(
       });
     },
   });
-  if (prefix && prefix.length > 0) body.write(prefix);
-  const stdout = child.stdout;
-  if (stdout) stdout.pipe(body);
-  else body.end();
-  body.once('close', () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-  });
-  return body;
+  return fedBy(child, body, prefix);
 }
 
 /** Why a child ended as it did, for a message: its last line on stderr, or its status. */
 export function exitCause(exit: ChildExit): string {
-  const line = exit.stderr
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '')
-    .pop();
+  const line = lastLine(exit.stderr);
   if (line !== undefined) return line;
   return exit.signal !== null ? `killed by ${exit.signal}` : `exit status ${exit.code}`;
 }

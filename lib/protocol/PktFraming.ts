@@ -6,19 +6,21 @@
  * section header, or once the pack's sideband packets have begun), which git prints and fails on
  * (gitprotocol-v2(5), "fetch"; gitprotocol-pack(5), "Packfile Data").
  */
-import { completePackets, encodePktLine, encodeSideband } from './pktLine.js';
+import { completePackets, encodePktLine, encodeSideband, parseLength } from './pktLine.js';
 
 /** The payload of the v2 section header after which every packet is a sideband one. */
 const PACKFILE_HEADER = 'packfile';
 
 export class PktFraming {
-  /** Hex digits of the header being read (0-4). */
-  #header = '';
+  /** The header being read, and how many of its 4 bytes have passed. */
+  readonly #header = Buffer.alloc(4);
+  #headerBytes = 0;
   /** Payload bytes of the current packet still to come. */
   #left = 0;
   /** The first payload bytes of the current packet (enough to know `packfile` or a band). */
   #start = '';
-  #last: 'none' | 'special' | 'flush' | 'data' = 'none';
+  /** Whether the last whole packet was a flush. */
+  #flushed = false;
   #sideband = false;
   /** The current packet's band once its first payload byte has passed (-1: not a pack packet). */
   #band = 0;
@@ -38,26 +40,29 @@ export class PktFraming {
         if (this.#left === 0) this.#endPacket();
         continue;
       }
-      this.#header += String.fromCharCode(chunk[at] as number);
+      this.#header[this.#headerBytes++] = chunk[at] as number;
       at++;
-      if (this.#header.length < 4) continue;
-      const length = /^[0-9a-f]{4}$/.test(this.#header) ? Number.parseInt(this.#header, 16) : -1;
-      this.#header = '';
-      if (length === 0) this.#last = 'flush';
-      else if (length === 1 || length === 2) this.#last = 'special';
-      else if (length > 4) {
+      if (this.#headerBytes < 4) continue;
+      this.#headerBytes = 0;
+      let length: number;
+      try {
+        length = parseLength(this.#header);
+      } catch {
+        this.#lost = true;
+        return;
+      }
+      this.#flushed = length === 0;
+      if (length > 4) {
         this.#left = length - 4;
         this.#start = '';
         this.#band = 0;
-        this.#last = 'data';
-      } else if (length === 4) this.#last = 'data';
-      else this.#lost = true;
+      }
     }
   }
 
   /** Whether the stream ended on a flush packet: git's answer, or its round, was whole. */
   get whole(): boolean {
-    return !this.#lost && this.#header === '' && this.#left === 0 && this.#last === 'flush';
+    return !this.#lost && this.#headerBytes === 0 && this.#left === 0 && this.#flushed;
   }
 
   /**
@@ -67,7 +72,7 @@ export class PktFraming {
    * cut short, a packet cut short outside the pack, or framing that was not git's).
    */
   failure(message: string): Buffer | null {
-    if (this.#lost || this.#header !== '') return null;
+    if (this.#lost || this.#headerBytes > 0) return null;
     const rest = this.#left === 0 ? Buffer.alloc(0) : this.#band === 1 ? Buffer.alloc(this.#left) : null;
     if (rest === null) return null;
     const tail = this.#sideband ? encodeSideband(3, `${message}\n`) : [encodePktLine(`ERR ${message}\n`)];

@@ -58,7 +58,7 @@ function hexValue(byte: number): number {
 }
 
 /** Decodes a 4-byte pkt-len; throws on anything that is not a usable length. */
-function parseLength(header: Buffer): number {
+export function parseLength(header: Buffer): number {
   let length = 0;
   for (const byte of header) {
     const digit = hexValue(byte);

@@ -1,14 +1,11 @@
 /** The transfers' failures; lib/http/errorResponse.ts turns each into its answer. */
+import { lastLine } from '../util/lastLine.js';
 
 /** git refused the request (it exited non-zero without answering): its last line of stderr says why. */
 export class GitRefused extends Error {
   readonly code = 'GitRefused';
   constructor(service: string, stderr: string) {
-    const line = stderr
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '')
-      .pop();
+    const line = lastLine(stderr);
     super(`narwal: git ${service} refused the request${line ? `: ${line}` : ''}`);
   }
 }

@@ -29,6 +29,7 @@ import {
 } from '../protocol/procReceive.js';
 import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
+import { lastLine } from '../util/lastLine.js';
 import { onBodyError } from '../util/onBodyError.js';
 import { RepoExists } from '../wal/errors.js';
 import { emptyIndex } from '../wal/indexCodec.js';
@@ -479,12 +480,4 @@ async function createForPush(deps: PushDeps, repo: string): Promise<LoadedIndex>
     if (loaded === null) throw new RepoBeingCreated(repo);
     return loaded;
   }
-}
-
-function lastLine(text: string): string | undefined {
-  return text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '')
-    .pop();
 }

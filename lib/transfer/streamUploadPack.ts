@@ -1,6 +1,5 @@
-import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import type { Generation } from '../cache/RepoCache.js';
+import { exists, type Generation } from '../cache/RepoCache.js';
 import { type ChildExit, exitCause, firstOutput } from '../git/childOutput.js';
 import { onBodyError } from '../util/onBodyError.js';
 import { CacheChanged, GitRefused } from './errors.js';
@@ -8,13 +7,6 @@ import { spawnUploadPack, type UploadPackDeps, type UploadPackOptions } from './
 
 const GENERATION_GONE =
   "narwal: the server's cache of the repository changed during the fetch; retry the fetch";
-
-async function isDirectory(path: string): Promise<boolean> {
-  return stat(path).then(
-    (s) => s.isDirectory(),
-    () => false,
-  );
-}
 
 /** What the client reads when upload-pack stops after its answer has begun (pktChildBody). */
 export function stoppedMidway(exit: ChildExit): string {
@@ -49,6 +41,6 @@ export async function streamUploadPack(
   if (finished.code === 0) return Buffer.alloc(0);
   // A generation deleted under it (evicted past its lease, or the cache lost) is no fault of the
   // request, and its path is no business of the client's.
-  if (!(await isDirectory(generation.dir))) throw new CacheChanged(GENERATION_GONE);
+  if (!(await exists(generation.dir))) throw new CacheChanged(GENERATION_GONE);
   throw new GitRefused('upload-pack', finished.stderr);
 }

@@ -226,41 +226,27 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
             .replace(/'\/[^']*'/g, "'<path>'")
             .replace(/[0-9a-f]{7,}/g, '…')
             .slice(0, width);
-        // Why pushes were not published, as the nodes logged it: the refusals below say "internal
-        // error" for a cause narwal has no words for, and this names it.
-        type NotPublished = { repositoryGone?: boolean; error?: { name?: string; message?: string } };
-        const notPublished = count(
-          output
-            .split('\n')
-            .filter((line) => line.includes('"message":"push not published"'))
-            .map((line): NotPublished => {
-              // A node killed while it wrote leaves a line cut short.
-              try {
-                return JSON.parse(line) as NotPublished;
-              } catch {
-                return { error: { name: 'unreadable', message: 'a log line cut short' } };
-              }
-            }),
-          (line) =>
-            reasonKey(
-              `${line.repositoryGone ? '(its repository gone) ' : ''}${line.error?.name}: ${line.error?.message}`,
-              120,
-            ),
+        // The nodes' log lines with `message`, each with its error (a node killed while it wrote
+        // leaves a line cut short).
+        type Logged = { repositoryGone?: boolean; error?: { name?: string; message?: string } };
+        const linesOf = (message: string) =>
+          output.split('\n').filter((line) => line.includes(`"message":"${message}"`));
+        const logged = (message: string): Logged[] =>
+          linesOf(message).map((line): Logged => {
+            try {
+              return JSON.parse(line) as Logged;
+            } catch {
+              return { error: { name: 'unreadable', message: 'a log line cut short' } };
+            }
+          });
+        const errorKey = (line: Logged) => `${line.error?.name}: ${line.error?.message}`;
+        // Why pushes were not published: the refusals below say "internal error" for a cause
+        // narwal has no words for, and this names it.
+        const notPublished = count(logged('push not published'), (line) =>
+          reasonKey(`${line.repositoryGone ? '(its repository gone) ' : ''}${errorKey(line)}`, 120),
         );
         // What the nodes answered with a 500 (their 'unexpected error' lines), by error.
-        const unexpected = count(
-          output
-            .split('\n')
-            .filter((line) => line.includes('"message":"unexpected error"'))
-            .map((line): NotPublished => {
-              try {
-                return JSON.parse(line) as NotPublished;
-              } catch {
-                return { error: { name: 'unreadable', message: 'a log line cut short' } };
-              }
-            }),
-          (line) => reasonKey(`${line.error?.name}: ${line.error?.message}`, 120),
-        );
+        const unexpected = count(logged('unexpected error'), (line) => reasonKey(errorKey(line), 120));
         const ngReasons = count(
           commands.filter((c) => c.outcome === 'ng'),
           (c) => reasonKey(c.reason ?? '', 60),
@@ -302,10 +288,7 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
         console.log(`chaos summary ${JSON.stringify(summary, null, 2)}`);
         if (violations.length > 0) console.log(`violations:\n${violations.slice(0, 100).join('\n')}`);
         // The first few 500s whole, with their stacks: what the counts above name.
-        const firstUnexpected = output
-          .split('\n')
-          .filter((line) => line.includes('"message":"unexpected error"'))
-          .slice(0, 3);
+        const firstUnexpected = linesOf('unexpected error').slice(0, 3);
         if (firstUnexpected.length > 0) console.log(`unexpected errors:\n${firstUnexpected.join('\n')}`);
         expect(violations).toEqual([]);
         // The run made history worth checking.

@@ -94,6 +94,50 @@ afterAll(async () => {
 
 const STOPPED = 'narwal: git upload-pack stopped before its answer was whole (';
 
+/** A clone one push behind its repository, and the commit its next fetch should bring. */
+interface Behind {
+  readonly clone: string;
+  readonly want: string;
+}
+
+/**
+ * A repository at `repo` cloned at its first push, then pushed to again: the clone's next fetch
+ * has haves, so it always goes to git.
+ */
+async function behindByOne(repo: string): Promise<Behind> {
+  const url = `${server.authUrl}/${repo}.git`;
+  const work = await workRepo(home, 2);
+  await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+  const clone = `${work}-clone`;
+  await gitOk(['clone', '-q', url, clone], { home });
+  const want = await commitFile(work, home, 'more.txt', 'more\n'.repeat(2000));
+  await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+  return { clone, want };
+}
+
+/** The clone's fetch while upload-pack is treated as `as` says: it fails and brings nothing. */
+async function failedFetch(behind: Behind, version: string, as: Cut): Promise<string> {
+  const { clone, want } = behind;
+  cut = as;
+  const out = await git(['-c', `protocol.version=${version}`, 'fetch', 'origin'], {
+    cwd: clone,
+    home,
+  }).finally(() => {
+    cut = 'off';
+  });
+  expect(out.code).not.toBe(0);
+  expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).not.toBe(want);
+  return out.stderr;
+}
+
+/** The next fetch, as usual, brings `want`, and the clone is whole. */
+async function fetchesAfter(behind: Behind, version: string): Promise<void> {
+  const { clone, want } = behind;
+  await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
+  expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
+  await gitOk(['fsck', '--no-dangling'], { cwd: clone, home });
+}
+
 describe('an answer git cut short', () => {
   for (const [version, point, shows] of [
     ['2', 'band1', `remote: ${STOPPED}`],
@@ -102,37 +146,16 @@ describe('an answer git cut short', () => {
     ['0', 'band1', `remote: ${STOPPED}`],
   ] as const) {
     it(`is reported to a protocol v${version} fetch cut at ${point}, and the next fetch gets everything`, async () => {
-      const repo = `cut/v${version}-${point}`;
-      const url = `${server.authUrl}/${repo}.git`;
-      const work = await workRepo(home, 2);
-      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
-      const clone = `${work}-clone`;
-      await gitOk(['clone', '-q', url, clone], { home });
-      const want = await commitFile(work, home, 'more.txt', 'more\n'.repeat(2000));
-      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
-
-      // A fetch with haves always goes to git.
-      cut = point;
-      const failed = await git(['-c', `protocol.version=${version}`, 'fetch', 'origin'], {
-        cwd: clone,
-        home,
-      }).finally(() => {
-        cut = 'off';
-      });
-      expect(failed.code).not.toBe(0);
-      expect(failed.stderr).toContain(shows);
-      expect(failed.stderr).toContain('retry the fetch');
-      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).not.toBe(want);
-
-      await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
-      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
-      await gitOk(['fsck', '--no-dangling'], { cwd: clone, home });
+      const behind = await behindByOne(`cut/v${version}-${point}`);
+      const stderr = await failedFetch(behind, version, point);
+      expect(stderr).toContain(shows);
+      expect(stderr).toContain('retry the fetch');
+      await fetchesAfter(behind, version);
     });
   }
 
   it('is reported to a clone that found the cache cold, after the progress sent while preparing it', async () => {
-    const repo = 'cut/cold-clone';
-    const url = `${server.authUrl}/${repo}.git`;
+    const url = `${server.authUrl}/cut/cold-clone.git`;
     const work = await workRepo(home, 3);
     await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
     await server.app.idle();
@@ -153,27 +176,11 @@ describe('an answer git cut short', () => {
 describe('a fetch whose POST fails before any answer', () => {
   for (const version of ['2', '0']) {
     it(`is told why by an ERR packet that protocol v${version} git prints, and the next fetch works`, async () => {
-      const url = `${server.authUrl}/refused/v${version}.git`;
-      const work = await workRepo(home, 2);
-      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
-      const clone = `${work}-clone`;
-      await gitOk(['clone', '-q', url, clone], { home });
-      const want = await commitFile(work, home, 'more.txt', 'more\n');
-      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
-
-      cut = 'refuse';
-      const failed = await git(['-c', `protocol.version=${version}`, 'fetch', 'origin'], {
-        cwd: clone,
-        home,
-      }).finally(() => {
-        cut = 'off';
-      });
-      expect(failed.code).not.toBe(0);
-      expect(failed.stderr).toMatch(/fatal: remote error: narwal: internal error \(request [0-9a-z-]+\)/);
-      expect(failed.stderr).not.toContain('RPC failed');
-
-      await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
-      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
+      const behind = await behindByOne(`refused/v${version}`);
+      const stderr = await failedFetch(behind, version, 'refuse');
+      expect(stderr).toMatch(/fatal: remote error: narwal: internal error \(request [0-9a-z-]+\)/);
+      expect(stderr).not.toContain('RPC failed');
+      await fetchesAfter(behind, version);
     });
   }
 });
@@ -181,29 +188,13 @@ describe('a fetch whose POST fails before any answer', () => {
 describe('a fetch whose generation is deleted under it', () => {
   for (const version of ['2', '0']) {
     it(`is told to retry (protocol v${version}), not that its request was wrong, and no path is shown`, async () => {
-      const url = `${server.authUrl}/vanished/v${version}.git`;
-      const work = await workRepo(home, 2);
-      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
-      const clone = `${work}-clone`;
-      await gitOk(['clone', '-q', url, clone], { home });
-      const want = await commitFile(work, home, 'more.txt', 'more\n');
-      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
-
-      cut = 'vanish';
-      const failed = await git(['-c', `protocol.version=${version}`, 'fetch', 'origin'], {
-        cwd: clone,
-        home,
-      }).finally(() => {
-        cut = 'off';
-      });
-      expect(failed.code).not.toBe(0);
-      expect(failed.stderr).toContain(
+      const behind = await behindByOne(`vanished/v${version}`);
+      const stderr = await failedFetch(behind, version, 'vanish');
+      expect(stderr).toContain(
         "fatal: remote error: narwal: the server's cache of the repository changed during the fetch; retry the fetch",
       );
-      expect(failed.stderr).not.toContain(server.dataDir);
-
-      await gitOk(['-c', `protocol.version=${version}`, 'fetch', 'origin'], { cwd: clone, home });
-      expect((await gitOk(['rev-parse', 'origin/main'], { cwd: clone, home })).trim()).toBe(want);
+      expect(stderr).not.toContain(server.dataDir);
+      await fetchesAfter(behind, version);
     });
   }
 });
