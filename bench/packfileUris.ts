@@ -7,8 +7,11 @@
  * the inline pack. Measured per clone: the bytes the function sent (headers included) against
  * all the pack bytes the clone received, and the function's time (from each invocation's start
  * to the end of its answer, summed over the clone's requests; a cold start, the sandbox's init
- * phase, is counted apart as Lambda reports it). The first clone of a state chooses the packs and
- * makes the inline pack and is reported apart; the rest are answered from it.
+ * phase, is counted apart as Lambda reports it). The first clone of the repository chooses the
+ * packs and makes the inline pack and is reported apart; the rest are answered from it. Then one
+ * commit is pushed to the pool, whose prewarm makes the new state's plans ahead (lib/transfer/
+ * plansAhead.ts: the repository's clones asked for URIs), and the first clone of that state is
+ * reported apart too, with the time the prewarm spent on the plans.
  *
  * Two repositories: the express fixture, and one ten times its pack's size (random file contents
  * written by fast-import, so the pack cannot be smaller than its contents).
@@ -19,7 +22,7 @@ import { once } from 'node:events';
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { silentLogger } from '../lib/log.js';
+import { type Logger, silentLogger } from '../lib/log.js';
 import { startLambdaStack, startPool } from '../test/helpers/aws/lambdaStack.js';
 import { ADMIN_TOKEN } from '../test/helpers/narwalServer.js';
 import { BUNDLE } from './fixtures.js';
@@ -50,6 +53,11 @@ export interface UrisRepoResult {
   /** The first clone of the state: it chose the packs and made the inline pack. */
   readonly first: UrisClone;
   readonly clones: UrisClone[];
+  /**
+   * The first clone of the state a push made next, and the time the pool's prewarm spent making
+   * that state's plans before it (absent in results from before plans were made ahead).
+   */
+  readonly afterPush?: UrisClone & { readonly aheadMs: number | null };
 }
 
 export interface UrisBenchResult {
@@ -64,7 +72,16 @@ export async function packfileUrisBench(options: {
 }): Promise<UrisBenchResult> {
   const dataDir = join(options.workDir, 'uris');
   await mkdir(dataDir, { recursive: true });
-  const pool = await startPool({ dataDir, logger: silentLogger });
+  // The pool's prewarm says how long it spent making a new state's plans ahead.
+  const aheadMs: number[] = [];
+  const poolLogger: Logger = {
+    ...silentLogger,
+    info: (message, fields) => {
+      if (message === 'packfile-uri plans made ahead' && typeof fields?.ms === 'number')
+        aheadMs.push(fields.ms);
+    },
+  };
+  const pool = await startPool({ dataDir, logger: poolLogger });
   // Clones stay on the function whatever their size; only the URIs go to the pool.
   const stack = await startLambdaStack({
     dataDir,
@@ -136,16 +153,50 @@ export async function packfileUrisBench(options: {
       const first = await clone(0);
       const clones: UrisClone[] = [];
       for (let i = 1; i <= options.clones; i++) clones.push(await clone(i));
+      // A push of one commit, as a team's next push; the pool's prewarm then runs to its end.
+      const made = aheadMs.length;
+      await pushNext(source, `${withToken(pool.url)}/${repo}.git`, options.home);
+      await pool.app.idle();
+      const next = await clone(options.clones + 1);
+      const afterPush = { ...next, aheadMs: aheadMs.length > made ? (aheadMs.at(-1) as number) : null };
       options.log(
         `  ${name}: ${mean(clones.map((c) => c.functionBytes)).toFixed(0)} bytes and ${mean(clones.map((c) => c.functionMs)).toFixed(0)} ms of the function per clone of ${clones[0]?.packBytes} pack bytes (the first: ${first.functionBytes} bytes, ${first.functionMs.toFixed(0)} ms, and ${first.initMs.toFixed(0)} ms of cold start)`,
       );
-      repos.push({ name, first, clones });
+      options.log(
+        `  ${name} after a push: ${afterPush.functionBytes} bytes, ${afterPush.functionMs.toFixed(0)} ms of the function for the first clone of the new state (${afterPush.initMs.toFixed(0)} ms of cold start; plans made ahead in ${afterPush.aheadMs ?? '-'} ms)`,
+      );
+      repos.push({ name, first, clones, afterPush });
     }
     return { repos };
   } finally {
     await stack.stop();
     await pool.stop();
   }
+}
+
+/** Pushes one new commit (on the tree of a branch of `source`) to a new branch `uris-next` of `url`. */
+async function pushNext(source: string, url: string, home: string): Promise<void> {
+  const tip = (
+    await gitOk(['for-each-ref', '--count=1', '--format=%(objectname)', 'refs/heads/'], { cwd: source, home })
+  ).stdout.trim();
+  const commit = (
+    await gitOk(
+      [
+        '-c',
+        'user.name=bench',
+        '-c',
+        'user.email=bench@narwal',
+        'commit-tree',
+        `${tip}^{tree}`,
+        '-p',
+        tip,
+        '-m',
+        'next',
+      ],
+      { cwd: source, home },
+    )
+  ).stdout.trim();
+  await gitOk(['push', '--quiet', url, `${commit}:refs/heads/uris-next`], { cwd: source, home });
 }
 
 /** Bytes of the packs of a repository. */

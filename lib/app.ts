@@ -18,7 +18,7 @@ import { cachedRepositories, type SweepResult, sweepCache } from './cache/evict.
 import { multiPackIndexer } from './cache/multiPackIndex.js';
 import { claimNodeDir } from './cache/nodeDir.js';
 import { inProcessPrewarm, type PrewarmTrigger, type PrewarmWork } from './cache/prewarmTrigger.js';
-import { RepoCache } from './cache/RepoCache.js';
+import { type CacheTarget, RepoCache } from './cache/RepoCache.js';
 import type { Config } from './config.js';
 import { createEventSinks } from './events/createEventSinks.js';
 import { EventDispatcher, type SinkProgress } from './events/EventDispatcher.js';
@@ -49,6 +49,7 @@ import type { ObjectStore } from './store/ObjectStore.js';
 import { type StoreSpanSink, TracingObjectStore } from './store/TracingObjectStore.js';
 import { primeCapabilities } from './transfer/advertiseRefs.js';
 import { ClonePacking } from './transfer/clonePack.js';
+import { makePlansAhead } from './transfer/plansAhead.js';
 import { RECEIVE_PACK_STDIO, receivePackArgs } from './transfer/receivePush.js';
 import { StateAnswers } from './transfer/StateAnswers.js';
 import { mapLimit } from './util/mapLimit.js';
@@ -67,6 +68,8 @@ export interface App {
   /** The admin token: its value when the app started, and whether this start generated it. */
   readonly adminToken: { readonly value: string; readonly generated: boolean };
   readonly checkpointer: Checkpointer;
+  /** Makes packfile-URI plans of a new state after a push (when packfile URIs are offered). */
+  readonly plansAhead?: ((target: CacheTarget) => Promise<void>) | undefined;
   readonly history: History;
   /** Delivers events about published entries; null when no destination is configured. */
   readonly events: EventDispatcher | null;
@@ -211,7 +214,16 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     background.add(work);
     void work.finally(() => background.delete(work));
   };
-  const prewarm = await createPrewarmTrigger(config, logger, { cache, checkpointer }, options.lambdaClient);
+  const plansAhead =
+    config.packUriTtlSeconds > 0
+      ? (target: CacheTarget) => makePlansAhead({ git, cache, logger }, target)
+      : undefined;
+  const prewarm = await createPrewarmTrigger(
+    config,
+    logger,
+    { cache, checkpointer, plansAhead },
+    options.lambdaClient,
+  );
   // The next fetch will want the generation of this index: start building it now.
   const afterPublish = (repo: string, loaded: LoadedIndex) => track(prewarm.trigger(repo, loaded));
   const tokens = new TokenStore(store, adminToken.secret, { cacheMs: config.tokenCacheMs });
@@ -298,6 +310,7 @@ export async function createApp(config: Config, logger: Logger, options: AppOpti
     tokens,
     adminToken,
     checkpointer,
+    plansAhead,
     history,
     events,
     requestMemory,

@@ -20,13 +20,17 @@ export interface PrewarmTrigger {
 export interface PrewarmWork {
   readonly cache: { target(loaded: LoadedIndex): CacheTarget; prewarm(target: CacheTarget): Promise<void> };
   readonly checkpointer: { maybe(repo: string, loaded: LoadedIndex): Promise<void> };
+  /** Makes what the state's first clones would otherwise wait for (transfer/plansAhead.ts); never rejects. */
+  readonly plansAhead?: ((target: CacheTarget) => Promise<void>) | undefined;
 }
 
 export function inProcessPrewarm(work: PrewarmWork): PrewarmTrigger {
   return {
     async trigger(repo, loaded) {
-      // Both log and swallow their own failures; the checkpoint reuses the generation just built.
-      await work.cache.prewarm(work.cache.target(loaded));
+      // All log and swallow their own failures; the checkpoint reuses the generation just built.
+      const target = work.cache.target(loaded);
+      await work.cache.prewarm(target);
+      await work.plansAhead?.(target);
       await work.checkpointer.maybe(repo, loaded);
     },
   };

@@ -6,11 +6,10 @@
  * empty, and the client fetches as it would have. The client's fetch after the bundle has the
  * bundle's refs as haves, so narwal (git) sends only what the bundle lacks.
  */
-import { createHash } from 'node:crypto';
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { bundleList } from '../protocol/bundleUri.js';
 import type { PackLink, PackUriDeps } from './answerWithPackUris.js';
-import { planFor } from './uriPlan.js';
+import { noteAsked, planFor, planKey } from './uriPlan.js';
 
 export interface BundleUriDeps extends PackUriDeps {
   readonly cache: PackUriDeps['cache'] & { isComplete(target: CacheTarget): Promise<boolean> };
@@ -29,8 +28,14 @@ export async function answerBundleUri(
     const refs = await target.refs();
     const wants = [...new Set([...refs.values()].map((v) => v.oid))].sort();
     if (wants.length === 0) return bundleList([]);
-    const key = `bundle-${createHash('sha256').update(wants.join('\n')).digest('hex')}`;
-    const plan = await planFor(deps, generation, target, { key, wants, ofsDelta: true }, owner);
+    const plan = await planFor(
+      deps,
+      generation,
+      target,
+      { key: planKey(wants), wants, ofsDelta: true },
+      owner,
+    );
+    await noteAsked(generation.dir);
     const [pack] = plan.packs;
     if (pack === undefined || plan.packs.length !== 1 || plan.inline !== 0) return bundleList([]);
     return bundleList([{ id: `state${target.seq}`, uri: await link(pack.name, target.seq) }]);

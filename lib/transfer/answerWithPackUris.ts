@@ -18,7 +18,7 @@ import { acceptsUri, type PackfileUri, packfileUrisSection } from '../protocol/p
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { PACK_HEADER } from '../protocol/shallowInfo.js';
 import { clonePackBody } from './clonePack.js';
-import { inlinePackPath, type PlanDeps, planFor } from './uriPlan.js';
+import { inlinePackPath, noteAsked, type PlanDeps, planFor, planKey } from './uriPlan.js';
 
 export interface PackUriDeps extends PlanDeps {
   readonly cache: { leaseComplete(target: CacheTarget): Promise<Generation> };
@@ -44,9 +44,10 @@ export async function answerWithPackUris(
   const generation = await deps.cache.leaseComplete(target);
   let handed = false;
   try {
-    const request = { key: `uris-${fetch.key}`, wants: fetch.wants, ofsDelta: fetch.ofsDelta };
+    const request = { key: planKey(fetch.wants), wants: fetch.wants, ofsDelta: fetch.ofsDelta };
     const plan = await planFor(deps, generation, target, request, owner);
     if (plan.packs.length === 0) return null;
+    await noteAsked(generation.dir);
     const uris: PackfileUri[] = [];
     for (const pack of plan.packs) {
       const uri = await link(pack.name, target.seq);

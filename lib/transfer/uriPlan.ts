@@ -15,9 +15,9 @@
  * fetch's key) and kept in the generation beside its cached clone packs; the next identical clone
  * reads two small files.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -48,6 +48,8 @@ export interface UriRequest {
 
 const PLAN_SUFFIX = '.uris.json';
 const INLINE_SUFFIX = '.uris.pack';
+/** Marks a generation whose plans a client asked for. */
+const ASKED = 'uris-asked';
 /** At most this many URIs per answer: a checkpoint's pack and the largest pushes after it. */
 const MAX_URI_PACKS = 8;
 /** Where a pack's object count is: after `PACK` and the version (gitformat-pack(5)). */
@@ -57,6 +59,30 @@ const PACK_COUNT_AT = 8;
 interface StoredPack {
   readonly name: string;
   readonly names: PackNames;
+}
+
+/**
+ * The name a plan is kept under: its wants as a set. The plan is a function of the objects they
+ * reach (the URI packs are offered only to clients that take `ofs-delta`, and the inline pack is
+ * made for them), so a bare clone, a clone that asks for every ref in another order, and the
+ * bundle list share one plan, and one can be made before anyone asks (plansAhead.ts).
+ */
+export function planKey(wants: readonly string[]): string {
+  const set = [...new Set(wants)].sort();
+  return `clone-${createHash('sha256').update(set.join('\n')).digest('hex')}`;
+}
+
+/** Notes in the generation at `dir` that a client was answered from a plan (plansAhead.ts reads it). */
+export async function noteAsked(dir: string): Promise<void> {
+  await writeFile(join(dir, PACK_CACHE_DIR, ASKED), '').catch(() => {});
+}
+
+/** Whether a client was answered from a plan of the generation at `dir`. */
+export async function wasAsked(dir: string): Promise<boolean> {
+  return access(join(dir, PACK_CACHE_DIR, ASKED)).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Where the inline pack of the plan kept under `key` is, in the generation at `dir`. */

@@ -6,7 +6,7 @@
  * objects the clone would not get is never sent; and every bad link is a clear 4xx that changes
  * nothing in the store.
  */
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UrlSigner } from '../../lib/auth/UrlSigner.js';
@@ -19,7 +19,9 @@ const OPT_IN = ['-c', 'protocol.version=2', '-c', 'fetch.uriprotocols=http'];
 
 let home: string;
 let dataDir: string;
-let server: RunningNarwal & { app: { checkpointer: { make(repo: string): Promise<unknown> } } };
+let server: RunningNarwal & {
+  app: { checkpointer: { make(repo: string): Promise<unknown> }; idle(): Promise<void> };
+};
 /** A second node on the same store and cache, without packfile URIs: today's answers. */
 let plain: RunningNarwal;
 let express: string;
@@ -269,6 +271,64 @@ describe('packfile-uris', () => {
     const clones = await cloneBoth('team/express', dir);
     expect(await stateOf(clones.uris)).toEqual(await stateOf(clones.normal));
     expect(await packsOf(clones.uris)).toHaveLength(2);
+  }, 120_000);
+});
+
+/** The plan files of the newest generation of `repo` in the cache, with their times of change. */
+async function newestPlans(repo: string): Promise<Map<string, number>> {
+  const repoDir = join(dataDir, 'cache', 'repos', `${repo}.git`);
+  const [incarnation] = (await readdir(repoDir)).filter((n) => n.startsWith('i-'));
+  const gens = join(repoDir, incarnation as string, 'gens');
+  const newest = (await readdir(gens)).sort().at(-1) as string;
+  const packs = join(gens, newest, 'narwal-packs');
+  const plans = new Map<string, number>();
+  for (const name of await readdir(packs).catch(() => [] as string[]))
+    if (name.endsWith('.uris.json') || name.endsWith('.uris.pack'))
+      plans.set(name, (await stat(join(packs, name))).mtimeMs);
+  return plans;
+}
+
+describe('plans made ahead', () => {
+  it('makes a pushed state’s plans once clones asked for URIs, and its first clones use them', async () => {
+    const dir = await tempDir('pfu-ahead');
+    const work = join(dir, 'work');
+    const url = `${server.authUrl}/team/ahead.git`;
+    await gitOk(['init', '-q', '-b', 'main', work], { cwd: dir, home });
+    const commit = async (n: number) => {
+      await writeFile(join(work, `f${n}.txt`), `file ${n}\n`.repeat(100 * n));
+      await gitOk(['add', '.'], { cwd: work, home });
+      await gitOk(['commit', '-q', '-m', `c${n}`], { cwd: work, home });
+    };
+    await commit(1);
+    await gitOk(['tag', '-a', '-m', 'v1', 'v1'], { cwd: work, home });
+    await commit(2);
+    // A ref that `git clone` does not ask for and `git clone --bare` does: two plans.
+    await gitOk(['update-ref', 'refs/pull/1/head', 'HEAD~1'], { cwd: work, home });
+    await gitOk(['push', '-q', url, 'main', 'v1', 'refs/pull/1/head'], { cwd: work, home });
+    await server.app.idle();
+    // No client asked for URIs yet: nothing is made ahead.
+    expect(await newestPlans('team/ahead')).toEqual(new Map());
+    const first = await cloneBoth('team/ahead', join(dir, 'first'));
+    expect(await stateOf(first.uris)).toEqual(await stateOf(first.normal));
+
+    await commit(3);
+    await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+    await server.app.idle();
+    const ahead = await newestPlans('team/ahead');
+    expect([...ahead.keys()].filter((name) => name.endsWith('.uris.json'))).toHaveLength(2);
+    // The first clones of the new state, bare and not, are answered from those plans: no other
+    // plan is made, none is made again, and each ends as a normal clone does.
+    const bare = await cloneBoth('team/ahead', join(dir, 'next'));
+    expect(await stateOf(bare.uris)).toEqual(await stateOf(bare.normal));
+    // Each push's pack by its URI, and the inline pack.
+    const uriPacks = (await storedPacks('team/ahead')).length + 1;
+    expect(uriPacks).toBe(3);
+    expect(await packsOf(bare.uris)).toHaveLength(uriPacks);
+    const checkout = join(dir, 'checkout');
+    await gitOk([...OPT_IN, 'clone', '--quiet', url, checkout], { home });
+    await fsckClean(checkout, home);
+    expect(await packsOf(join(checkout, '.git'))).toHaveLength(uriPacks);
+    expect(await newestPlans('team/ahead')).toEqual(ahead);
   }, 120_000);
 });
 

@@ -28,4 +28,34 @@ describe('the packfile-uris targets', () => {
     expect(rows[2]).toMatchObject({ miss: '40 ms over' });
     expect(rows[2]?.measured).toMatch(/^140 ms .*cold start before it 25 ms, reported apart/);
   });
+
+  it('holds the first clone of a pushed state to 100 ms, and says how long its plans took ahead', () => {
+    const rows = evaluateTargets(
+      benchResultsWith({
+        uris: {
+          repos: [
+            {
+              name: 'fixture',
+              first: clone(90),
+              clones: [clone(10)],
+              afterPush: { ...clone(30), aheadMs: 62 },
+            },
+            {
+              name: 'large',
+              first: clone(60),
+              clones: [clone(10)],
+              afterPush: { ...clone(120), aheadMs: null },
+            },
+          ],
+        },
+      }),
+    );
+    const pushed = rows.filter((r) => r.target.endsWith('first clone of a pushed state'));
+    expect(pushed.map((r) => r.pass)).toEqual([true, false]);
+    expect(pushed[0]?.measured).toBe(
+      "30 ms (2,000 bytes; its plans made ahead by the push's prewarm in 62 ms)",
+    );
+    expect(pushed[1]).toMatchObject({ miss: '20 ms over' });
+    expect(pushed[1]?.measured).toMatch(/no plan was made ahead/);
+  });
 });

@@ -1,0 +1,58 @@
+/**
+ * Which plans are made ahead: the wants of git's own clones (every ref for `clone --bare` and the
+ * bundle list, branches and tags for `clone`), each set once, kept under a name that depends on
+ * the set alone.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RefValue } from '../../../lib/protocol/refValue.js';
+import { cloneWants } from '../../../lib/transfer/plansAhead.js';
+import { planKey } from '../../../lib/transfer/uriPlan.js';
+
+const oid = (c: string) => c.repeat(40);
+
+describe('planKey', () => {
+  it('names a set of wants: order and repeats change nothing, another set another name', () => {
+    const key = planKey([oid('a'), oid('b')]);
+    expect(planKey([oid('b'), oid('a'), oid('b')])).toBe(key);
+    expect(key).toMatch(/^clone-[0-9a-f]{64}$/);
+    expect(planKey([oid('a')])).not.toBe(key);
+    expect(planKey([oid('a'), oid('b'), oid('c')])).not.toBe(key);
+  });
+});
+
+describe('cloneWants', () => {
+  const refs = (entries: [string, string][]): Map<string, RefValue> =>
+    new Map(entries.map(([name, value]) => [name, { oid: value }]));
+
+  it('is every ref and the branches and tags, when other refs are there', () => {
+    const sets = cloneWants(
+      refs([
+        ['refs/heads/main', oid('a')],
+        ['refs/tags/v1', oid('b')],
+        ['refs/pull/1/head', oid('c')],
+        ['refs/notes/commits', oid('d')],
+      ]),
+    );
+    expect(sets.map((wants) => [...wants].sort())).toEqual([
+      [oid('a'), oid('b'), oid('c'), oid('d')],
+      [oid('a'), oid('b')],
+    ]);
+  });
+
+  it('is one set when branches and tags are all the refs, and none for no refs', () => {
+    const sets = cloneWants(
+      refs([
+        ['refs/heads/main', oid('a')],
+        ['refs/heads/dev', oid('a')],
+        ['refs/tags/v1', oid('b')],
+      ]),
+    );
+    expect(sets).toHaveLength(1);
+    expect(planKey(sets[0] as string[])).toBe(planKey([oid('a'), oid('b')]));
+    expect(cloneWants(new Map())).toEqual([]);
+  });
+
+  it('is the other refs alone when there are no branches or tags', () => {
+    expect(cloneWants(refs([['refs/pull/1/head', oid('c')]]))).toEqual([[oid('c')]]);
+  });
+});
