@@ -315,8 +315,11 @@ export class RepoCache {
       }
       await hold.discard();
       // What is there without packed-refs is no generation (one half deleted, or what a deletion
-      // interrupted left, maybe with its COMPLETE mark): it goes, so that `ready` builds anew.
-      await rm(dir, { recursive: true, force: true });
+      // interrupted left, maybe with its COMPLETE mark): it goes, so that `ready` builds anew. A
+      // removal that trips over a writer or another removal (ENOTEMPTY) leaves that to `ready` too.
+      await rm(dir, { recursive: true, force: true }).catch((error: unknown) => {
+        if (!isFsRace(error)) throw error;
+      });
     }
     throw new Busy(`narwal: the cache of ${target.repo} is being rebuilt; retry in a moment`);
   }
@@ -358,7 +361,7 @@ export class RepoCache {
       try {
         return await this.#writeRefs(target);
       } catch (error) {
-        if (!FS_RACES.some((code) => isCode(error, code))) throw error;
+        if (!isFsRace(error)) throw error;
         if (attempt >= REFS_ATTEMPTS)
           throw new BuildSuperseded(
             `the cache of ${target.repo} changed while the refs of ${target.name} were written`,
@@ -428,7 +431,15 @@ export class RepoCache {
           if (!(await done())) await this.#completeLocked(target, lock, progress);
         } catch (error) {
           // The cache directory may be deleted at any moment (eviction, an operator): start over.
-          if (++failures >= 3) throw error;
+          // Deleted under every try, the build gives up as retryable, not as a fault.
+          if (++failures >= 3 && isFsRace(error))
+            throw new BuildSuperseded(
+              `the cache of ${target.repo} changed under every build of ${target.name}`,
+              {
+                cause: error,
+              },
+            );
+          if (failures >= 3) throw error;
           this.#logger.warn('generation build failed, retrying', {
             repo: target.repo,
             generation: target.name,
@@ -632,4 +643,9 @@ export async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** An error of node:fs that a cache directory deleted (or written) under the operation makes. */
+function isFsRace(error: unknown): boolean {
+  return FS_RACES.some((code) => isCode(error, code));
 }

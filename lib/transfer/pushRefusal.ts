@@ -3,6 +3,7 @@
  * push could not be published: nothing was recorded, or its outcome is unknown, and the words say
  * which and what to do next (docs/architecture.md invariant 4).
  */
+import { BuildSuperseded } from '../cache/RepoCache.js';
 import { isStoreError } from '../store/errors.js';
 import { OutcomeUnknown, RepoNotFound } from '../wal/errors.js';
 import { RepoBeingCreated } from './errors.js';
@@ -28,7 +29,7 @@ export function pushRefusalFor(
   const failed = error as NodeJS.ErrnoException | null | undefined;
   const fileGone =
     failed?.code === 'ENOENT' && failed.path !== undefined && !failed.syscall?.startsWith('spawn');
-  if (fileGone || context.repositoryGone === true)
+  if (fileGone || error instanceof BuildSuperseded || context.repositoryGone === true)
     return "narwal: the server's cache of the repository changed during the push, which was not recorded; retry the push";
   return 'narwal: internal error, the push was not recorded; retry the push';
 }

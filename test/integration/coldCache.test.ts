@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
+import { FsObjectStore } from '../../lib/store/FsObjectStore.js';
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
-import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
+import { type RunningNarwal, startInProcess, tempDataDir } from '../helpers/narwalServer.js';
 
 let server: RunningNarwal & { app: App };
 let home: string;
@@ -140,6 +141,55 @@ describe('a cold cache', () => {
       expect(type.trim()).toBe('commit');
     } finally {
       await generation.release();
+    }
+  });
+
+  it('gives a build the cache is deleted under every time up as retryable, and builds once it is left alone', async () => {
+    // A second node on a store that deletes the whole cache as each pack download starts.
+    const dataDir = await tempDataDir();
+    const inner = new FsObjectStore(join(dataDir, 'store'));
+    let deleting = false;
+    let deleted = 0;
+    const store = new Proxy(inner, {
+      get(target, property) {
+        if (property === 'getStream')
+          return async (key: string, options?: Parameters<FsObjectStore['getStream']>[1]) => {
+            const stream = await target.getStream(key, options);
+            if (deleting && key.endsWith('.pack')) {
+              await rm(join(dataDir, 'cache', 'repos'), { recursive: true, force: true });
+              deleted++;
+            }
+            return stream;
+          };
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const node = await startInProcess({ dataDir, store });
+    try {
+      const work = await workRepo(home, 2);
+      const url = `${node.authUrl}/cold/deleted-under.git`;
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+      await node.app.idle();
+      await rm(join(dataDir, 'cache', 'repos'), { recursive: true, force: true });
+      deleting = true;
+      const dir = join(await mkdtemp(join(tmpdir(), 'narwal-cold-deleted-')), 'c');
+      const failed = await git(['clone', url, dir], { home });
+      expect(failed.code).not.toBe(0);
+      expect(deleted).toBeGreaterThanOrEqual(3);
+      expect(failed.stderr).toMatch(
+        /narwal: the server's cache of the repository changed while it was prepared; retry/,
+      );
+      expect(failed.stderr).not.toMatch(/internal error/);
+      deleting = false;
+      await rm(dir, { recursive: true, force: true });
+      await gitOk(['clone', '-q', url, dir], { home });
+      expect(await gitOk(['rev-parse', 'HEAD'], { cwd: dir, home })).toBe(
+        await gitOk(['rev-parse', 'HEAD'], { cwd: work, home }),
+      );
+    } finally {
+      await node.stop();
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { BuildSuperseded } from '../../../lib/cache/RepoCache.js';
 import { StoreUnavailable } from '../../../lib/store/errors.js';
 import { RepoBeingCreated } from '../../../lib/transfer/errors.js';
 import { pushRefusalFor } from '../../../lib/transfer/pushRefusal.js';
@@ -25,6 +26,10 @@ describe('pushRefusalFor', () => {
       ],
       [new RepoBeingCreated('team/app'), /repository team\/app is being created; retry/],
       [missing, /cache of the repository changed during the push, which was not recorded; retry the push/],
+      [
+        new BuildSuperseded('the cache of team/app changed under every build'),
+        /cache of the repository changed during the push, which was not recorded; retry the push/,
+      ],
       [noGit, /internal error, the push was not recorded; retry the push/],
       [new Error('something else'), /internal error, the push was not recorded; retry the push/],
       [undefined, /internal error, the push was not recorded; retry the push/],
