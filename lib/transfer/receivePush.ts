@@ -10,7 +10,7 @@
  * so the decision runs here with the store clients, caches and group commit of this node, and no
  * extra runtime starts per push.
  */
-import type { Duplex, Readable } from 'node:stream';
+import { type Duplex, Readable } from 'node:stream';
 import type { CacheTarget, Generation, Progress } from '../cache/RepoCache.js';
 import { type ChildExit, childExit, firstOutput } from '../git/childOutput.js';
 import { fastForwards, pairKey } from '../git/fastForwards.js';
@@ -27,6 +27,7 @@ import {
   type ProcReceiveResult,
   serveProcReceive,
 } from '../protocol/procReceive.js';
+import { pushRefusalReport } from '../protocol/pushRefusalReport.js';
 import { ReceivePackHeadParser } from '../protocol/receivePackRequest.js';
 import type { ObjectStore } from '../store/ObjectStore.js';
 import { lastLine } from '../util/lastLine.js';
@@ -39,7 +40,7 @@ import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import { answerWhilePreparing } from './answerWhilePreparing.js';
 import { type ClientMessage, GitRefused, RepoBeingCreated } from './errors.js';
-import { pushRefusalFor } from './pushRefusal.js';
+import { pushRefusalFor, refusedInProtocol } from './pushRefusal.js';
 import { spoolBody } from './spoolBody.js';
 
 /** The cache as a push uses it (RepoCache). */
@@ -176,9 +177,20 @@ async function receive(deps: PushDeps, request: Received): Promise<ReceiveOutcom
     const head = await spool.head;
     const sideband = head.capabilities.includes('side-band-64k') && !head.capabilities.includes('quiet');
     if (!sideband || head.commands.length === 0) {
-      const generation = await deps.cache.leaseComplete(target);
-      await spool.done;
-      return await receiveInto(deps, { ...request, body: await spool.open() }, generation, spool.remove);
+      try {
+        const generation = await deps.cache.leaseComplete(target);
+        await spool.done;
+        return await receiveInto(deps, { ...request, body: await spool.open() }, generation, spool.remove);
+      } catch (error) {
+        // git never read this push: refused in its protocol, so that git prints why.
+        if (head.commands.length === 0 || !refusedInProtocol(error)) throw error;
+        deps.logger.error('push refused before git read it', {
+          repo: request.repo,
+          error: serializeError(error),
+        });
+        await spool.remove();
+        return { kind: 'stream', body: Readable.from([pushRefusalReport(head, pushRefusalFor(error))]) };
+      }
     }
     const body = answerWhilePreparing(
       {

@@ -181,8 +181,18 @@ describe('a cold cache', () => {
         /narwal: the server's cache of the repository changed while it was prepared; retry/,
       );
       expect(failed.stderr).not.toMatch(/internal error/);
+      // A quiet push waits for the same build without a sideband: git is told why, beside its ref.
+      const before = await gitOk(['ls-remote', url, 'refs/heads/main'], { home });
+      await commitFile(work, home, 'refused.txt', 'refused\n');
+      const refused = await git(['push', '-q', url, 'main'], { cwd: work, home });
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(
+        /\[remote rejected\] main -> main \(narwal: the server's cache of the repository changed during the push, which was not recorded; retry the push\)/,
+      );
       deleting = false;
+      expect(await gitOk(['ls-remote', url, 'refs/heads/main'], { home })).toBe(before);
       await rm(dir, { recursive: true, force: true });
+      await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
       await gitOk(['clone', '-q', url, dir], { home });
       expect(await gitOk(['rev-parse', 'HEAD'], { cwd: dir, home })).toBe(
         await gitOk(['rev-parse', 'HEAD'], { cwd: work, home }),

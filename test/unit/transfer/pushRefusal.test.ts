@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { BuildSuperseded } from '../../../lib/cache/RepoCache.js';
+import { ProtocolError } from '../../../lib/protocol/ProtocolError.js';
 import { StoreUnavailable } from '../../../lib/store/errors.js';
 import { RepoBeingCreated } from '../../../lib/transfer/errors.js';
-import { pushRefusalFor } from '../../../lib/transfer/pushRefusal.js';
+import { pushRefusalFor, refusedInProtocol } from '../../../lib/transfer/pushRefusal.js';
+import { Busy } from '../../../lib/util/Busy.js';
 import { OutcomeUnknown, RepoNotFound } from '../../../lib/wal/errors.js';
 
 describe('pushRefusalFor', () => {
@@ -25,6 +27,10 @@ describe('pushRefusalFor', () => {
         /storage busy or unavailable, the push was not recorded; retry/,
       ],
       [new RepoBeingCreated('team/app'), /repository team\/app is being created; retry/],
+      [
+        new Busy('narwal: the cache of team/app is busy; retry in a moment'),
+        /cache of team\/app is busy; retry/,
+      ],
       [missing, /cache of the repository changed during the push, which was not recorded; retry the push/],
       [
         new BuildSuperseded('the cache of team/app changed under every build'),
@@ -57,5 +63,33 @@ describe('pushRefusalFor', () => {
     expect(pushRefusalFor(new StoreUnavailable('k', 'timed out'), { repositoryGone: true })).toMatch(
       /storage busy or unavailable/,
     );
+  });
+});
+
+describe('refusedInProtocol', () => {
+  it('takes the failures whose words say what to do, and leaves bad requests their HTTP answers', () => {
+    const gone = Object.assign(new Error('ENOENT'), { code: 'ENOENT', syscall: 'open', path: '/c/spool-1' });
+    const raced = Object.assign(new Error('ENOTEMPTY'), {
+      code: 'ENOTEMPTY',
+      syscall: 'rmdir',
+      path: '/c/g',
+    });
+    const noGit = Object.assign(new Error('spawn git ENOENT'), {
+      code: 'ENOENT',
+      syscall: 'spawn git',
+      path: 'git',
+    });
+    for (const error of [
+      new RepoNotFound('team/app'),
+      new RepoBeingCreated('team/app'),
+      new Busy('narwal: busy'),
+      new StoreUnavailable('k', 'timed out'),
+      new BuildSuperseded('changed'),
+      gone,
+      raced,
+    ])
+      expect(refusedInProtocol(error), String(error)).toBe(true);
+    for (const error of [noGit, new ProtocolError('a bad pkt-line'), new Error('something else'), undefined])
+      expect(refusedInProtocol(error), String(error)).toBe(false);
   });
 });
