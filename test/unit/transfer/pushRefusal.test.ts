@@ -7,18 +7,14 @@ import { pushRefusalFor, refusedInProtocol } from '../../../lib/transfer/pushRef
 import { Busy } from '../../../lib/util/Busy.js';
 import { OutcomeUnknown, RepoNotFound } from '../../../lib/wal/errors.js';
 
+/** An error as node:fs and child_process make them. */
+const systemError = (code: string, syscall: string, path: string) =>
+  Object.assign(new Error(`${code}: ${syscall} '${path}'`), { code, syscall, path });
+
 describe('pushRefusalFor', () => {
   it('says what happened to the push and what to do next, for each kind of failure', () => {
-    const missing = Object.assign(new Error("ENOENT: no such file or directory, open '/c/pack-1.pack'"), {
-      code: 'ENOENT',
-      syscall: 'open',
-      path: '/c/pack-1.pack',
-    });
-    const noGit = Object.assign(new Error('spawn git ENOENT'), {
-      code: 'ENOENT',
-      syscall: 'spawn git',
-      path: 'git',
-    });
+    const missing = systemError('ENOENT', 'open', '/c/pack-1.pack');
+    const noGit = systemError('ENOENT', 'spawn git', 'git');
     const cases: [unknown, RegExp][] = [
       [new RepoNotFound('team/app'), /repository was deleted during the push/],
       [new OutcomeUnknown('team/app'), /outcome is unknown; fetch to see whether it landed/],
@@ -68,17 +64,9 @@ describe('pushRefusalFor', () => {
 
 describe('refusedInProtocol', () => {
   it('takes the failures whose words say what to do, and leaves bad requests their HTTP answers', () => {
-    const gone = Object.assign(new Error('ENOENT'), { code: 'ENOENT', syscall: 'open', path: '/c/spool-1' });
-    const raced = Object.assign(new Error('ENOTEMPTY'), {
-      code: 'ENOTEMPTY',
-      syscall: 'rmdir',
-      path: '/c/g',
-    });
-    const noGit = Object.assign(new Error('spawn git ENOENT'), {
-      code: 'ENOENT',
-      syscall: 'spawn git',
-      path: 'git',
-    });
+    const gone = systemError('ENOENT', 'open', '/c/spool-1');
+    const raced = systemError('ENOTEMPTY', 'rmdir', '/c/g');
+    const noGit = systemError('ENOENT', 'spawn git', 'git');
     for (const error of [
       new RepoNotFound('team/app'),
       new RepoBeingCreated('team/app'),
