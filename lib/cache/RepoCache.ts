@@ -432,14 +432,15 @@ export class RepoCache {
         } catch (error) {
           // The cache directory may be deleted at any moment (eviction, an operator): start over.
           // Deleted under every try, the build gives up as retryable, not as a fault.
-          if (++failures >= 3 && isFsRace(error))
-            throw new BuildSuperseded(
-              `the cache of ${target.repo} changed under every build of ${target.name}`,
-              {
-                cause: error,
-              },
-            );
-          if (failures >= 3) throw error;
+          if (++failures >= 3)
+            throw isFsRace(error)
+              ? new BuildSuperseded(
+                  `the cache of ${target.repo} changed under every build of ${target.name}`,
+                  {
+                    cause: error,
+                  },
+                )
+              : error;
           this.#logger.warn('generation build failed, retrying', {
             repo: target.repo,
             generation: target.name,

@@ -11,7 +11,8 @@
  * asks for other refs (`--single-branch`) still makes its plan when it comes.
  */
 import { readdir } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { generationSeq } from '../cache/layout.js';
 import type { CacheTarget, Generation } from '../cache/RepoCache.js';
 import { type Logger, serializeError } from '../log.js';
 import type { RefValue } from '../protocol/refValue.js';
@@ -32,7 +33,7 @@ export async function makePlansAhead(deps: PlansAheadDeps, target: CacheTarget):
   try {
     const generation = await deps.cache.leaseComplete(target);
     try {
-      if (!(await askedBefore(generation.dir))) return;
+      if (!(await askedBefore(generation.dir, target.seq))) return;
       const started = performance.now();
       const wanted = cloneWants(await target.refs());
       for (const wants of wanted)
@@ -54,13 +55,14 @@ export async function makePlansAhead(deps: PlansAheadDeps, target: CacheTarget):
   }
 }
 
-/** Whether a client was answered from a plan in one of the few generations before the one at `dir`. */
-async function askedBefore(dir: string): Promise<boolean> {
-  const name = basename(dir);
+/** Whether a client was answered from a plan in one of the few generations before `seq`'s, beside `dir`. */
+async function askedBefore(dir: string, seq: number): Promise<boolean> {
   const gens = dirname(dir);
-  // Generation names sort by seq (RepoCache's CacheTarget.name).
-  const before = (await readdir(gens)).filter((other) => other < name).sort();
-  for (const other of before.slice(-LOOK_BACK).reverse()) if (await wasAsked(join(gens, other))) return true;
+  const before = (await readdir(gens))
+    .map((name) => ({ name, seq: generationSeq(name) }))
+    .filter((g): g is { name: string; seq: number } => g.seq !== undefined && g.seq < seq)
+    .sort((a, b) => b.seq - a.seq);
+  for (const { name } of before.slice(0, LOOK_BACK)) if (await wasAsked(join(gens, name))) return true;
   return false;
 }
 

@@ -17,11 +17,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { access, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { CacheTarget, Generation } from '../cache/RepoCache.js';
+import { type CacheTarget, exists, type Generation } from '../cache/RepoCache.js';
 import { childExit } from '../git/childOutput.js';
 import { GitFailed, type GitRunner } from '../git/GitRunner.js';
 import { ObjectList } from '../git/ObjectList.js';
@@ -72,17 +72,18 @@ export function planKey(wants: readonly string[]): string {
   return `clone-${createHash('sha256').update(set.join('\n')).digest('hex')}`;
 }
 
-/** Notes in the generation at `dir` that a client was answered from a plan (plansAhead.ts reads it). */
+/**
+ * Notes in the generation at `dir` that a client was answered from a plan (plansAhead.ts reads
+ * it): written by the first such answer, only looked for by the next.
+ */
 export async function noteAsked(dir: string): Promise<void> {
+  if (await wasAsked(dir)) return;
   await writeFile(join(dir, PACK_CACHE_DIR, ASKED), '').catch(() => {});
 }
 
 /** Whether a client was answered from a plan of the generation at `dir`. */
-export async function wasAsked(dir: string): Promise<boolean> {
-  return access(join(dir, PACK_CACHE_DIR, ASKED)).then(
-    () => true,
-    () => false,
-  );
+export function wasAsked(dir: string): Promise<boolean> {
+  return exists(join(dir, PACK_CACHE_DIR, ASKED));
 }
 
 /** Where the inline pack of the plan kept under `key` is, in the generation at `dir`. */
