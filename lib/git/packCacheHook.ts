@@ -83,12 +83,14 @@ case "$rest" in
 -"*) wants= ;; esac ;;
 *) wants= ;;
 esac
-if [ -z "$wants" ]; then
+# Packs as upload-pack would have without this hook, keeping nothing.
+uncached() {
   exec "$@" <<EOF
 $list
 
 EOF
-fi
+}
+[ -n "$wants" ] || uncached "$@"
 # A fetch narwal recognised as repeatable comes with narwal's name for it (NARWAL_CLONE_KEY,
 # repeatableFetch.ts), which names the pack here too; any other is named by this hook's whole
 # input. narwal answers identical fetches from a second name of the same file, \`<key>${CLONE_SUFFIX}\`,
@@ -111,9 +113,14 @@ alias_pack() {
   [ -n "$alias" ] && ln -f "$pack" "$alias" 2>/dev/null
   return 0
 }
+# The cache may be deleted at any point (evicted under a stale lease, or the whole directory by
+# an operator): a file is opened once and read from its descriptor, which keeps its contents
+# whatever happens to its name, and a fetch that can no longer use the cache packs without it.
+# Either way git's client gets its pack and no word from here on the sideband.
 waited=0
 while :; do
-  if [ -f "$pack" ]; then alias_pack; exec cat "$pack"; fi
+  if [ -f "$pack" ] && { command exec 4<"$pack"; } 2>/dev/null; then alias_pack; exec cat <&4; fi
+  [ -d "$cache" ] || uncached "$@"
   set -C
   if { echo "$$" >"$lock"; } 2>/dev/null; then set +C; break; fi
   set +C
@@ -123,30 +130,29 @@ while :; do
     [ $(($(date +%s) - changed)) -ge ${STALE_SECONDS} ]; then
     rm -f "$lock"; waited=$((waited + 1)); continue
   fi
-  if [ "$waited" -ge ${WAIT_SECONDS * 20} ]; then
-    exec "$@" <<EOF
-$list
-
-EOF
-  fi
+  [ "$waited" -lt ${WAIT_SECONDS * 20} ] || uncached "$@"
   sleep 0.05; waited=$((waited + 1))
 done
 part="$cache/.$key.$$"
+# Written through descriptor 3 and sent from descriptor 4, both opened before packing.
+if ! { command exec 3>"$part" 4<"$part"; } 2>/dev/null; then rm -f "$part" "$lock"; uncached "$@"; fi
 # Keeps the lock fresh while this shell lives ($$ is this shell, also in the subshell), on its
 # own stdio so that upload-pack's read of the pack ends when the pack does.
 (while sleep 1 && kill -0 $$ 2>/dev/null; do touch -c "$lock" || exit 0; done) </dev/null >/dev/null 2>&1 &
 keeper=$!
 # Packed into the file first, then sent: packing at the pace of this fetch's client (a pipe
 # through tee) would keep every identical fetch waiting for the slowest first reader.
-"$@" >"$part" <<EOF
+"$@" >&3 3>&- 4<&- <<EOF
 $list
 
 EOF
 status=$?
+exec 3>&-
 kill "$keeper" 2>/dev/null
 if [ "$status" != 0 ]; then rm -f "$part" "$lock"; exit "$status"; fi
-if mv -f "$part" "$pack"; then alias_pack; rm -f "$lock"; exec cat "$pack"; fi
-cat "$part"; sent=$?; rm -f "$part" "$lock"; exit $sent
+if mv -f "$part" "$pack" 2>/dev/null; then alias_pack; else rm -f "$part"; fi
+rm -f "$lock"
+exec cat <&4
 `;
 
 /** Installs the hook into `dir` (see installScript.ts) and answers its path. */

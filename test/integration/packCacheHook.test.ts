@@ -26,10 +26,12 @@ let bin: string;
 // As upload-pack writes it: the wants, `--not`, the haves (none), an empty line.
 const FULL = `${'a'.repeat(40)}\n${'b'.repeat(40)}\n--not\n\n`;
 
-// Stands in for `git pack-objects`: counts its runs, echoes its input, fails when told to.
+// Stands in for `git pack-objects`: counts its runs, echoes its input, fails when told to, and
+// deletes a directory first when told to (the cache, deleted while a pack is being made).
 const FAKE_GIT = `#!/bin/sh
 echo run >> "$FAKE_RUNS"
 [ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+[ -n "$FAKE_RM" ] && rm -rf "$FAKE_RM"
 printf 'PACK %s\\n' "$*"
 cat
 [ -n "$FAKE_BYTES" ] && head -c "$FAKE_BYTES" /dev/zero
@@ -55,16 +57,20 @@ function runHook(
   stdin: string,
   env: Record<string, string> = {},
   gitOptions: string[] = [],
-): Promise<{ code: number | null; stdout: string }> {
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(hook, ['git', ...gitOptions, 'pack-objects', ...args], {
       cwd: join(dir, 'repo'),
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, FAKE_RUNS: join(dir, 'runs'), ...env },
     });
     const out: Buffer[] = [];
+    const err: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString() }));
+    child.on('close', (code) =>
+      resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
+    );
     child.stdin.end(stdin);
   });
 }
@@ -84,7 +90,7 @@ describe('pack cache hook', () => {
   it('packs a full clone once and serves the same bytes from the file afterwards', async () => {
     const first = await runHook(['--revs', '--stdout'], FULL);
     const second = await runHook(['--revs', '--stdout'], FULL);
-    expect(first).toEqual({ code: 0, stdout: `PACK pack-objects --revs --stdout\n${FULL}` });
+    expect(first).toEqual({ code: 0, stdout: `PACK pack-objects --revs --stdout\n${FULL}`, stderr: '' });
     expect(second).toEqual(first);
     expect(await runs()).toBe(1);
     expect(await cached()).toHaveLength(1);
@@ -130,6 +136,7 @@ describe('pack cache hook', () => {
       expect(await depth()).toEqual({
         code: 0,
         stdout: `PACK --shallow-file  pack-objects --revs --stdout --shallow\n${shallow}`,
+        stderr: '',
       });
       expect((await filtered()).stdout).toBe(`PACK pack-objects --revs --stdout --filter=blob:none\n${FULL}`);
       await runHook(['--revs', '--stdout'], FULL);
@@ -148,6 +155,7 @@ describe('pack cache hook', () => {
     const expected = {
       code: 0,
       stdout: `PACK --shallow-file  pack-objects --revs --stdout --shallow\n${shallow}`,
+      stderr: '',
     };
     expect(await named()).toEqual(expected);
     expect(await named()).toEqual(expected);
@@ -203,6 +211,37 @@ describe('pack cache hook', () => {
     expect(await cached()).toHaveLength(1);
   });
 
+  it('answers a fetch whose cache is deleted while it packs, with nothing said on the sideband', async () => {
+    const cache = join(dir, 'repo', PACK_CACHE_DIR);
+    const answer = await runHook(['--revs', '--stdout'], FULL, { FAKE_RM: cache });
+    expect(answer).toEqual({ code: 0, stdout: `PACK pack-objects --revs --stdout\n${FULL}`, stderr: '' });
+    expect(await cached()).toEqual([]);
+    // The next identical fetch makes the cache again and keeps its pack.
+    expect((await runHook(['--revs', '--stdout'], FULL)).code).toBe(0);
+    expect(await cached()).toHaveLength(1);
+    expect(await runs()).toBe(2);
+  });
+
+  it('packs without the cache when it is deleted while the fetch waits for an identical one', async () => {
+    // Learn the key, then leave a fresh lock as a holder still packing would: without a cache to
+    // wait in, the fetch must not wait for that lock to go stale (nor then for WAIT_SECONDS).
+    await runHook(['--revs', '--stdout'], FULL);
+    const [pack] = await cached();
+    if (!pack) throw new Error('no cached pack');
+    const cache = join(dir, 'repo', PACK_CACHE_DIR);
+    await rm(join(cache, pack));
+    await writeFile(join(cache, `${pack.slice(0, -'.pack'.length)}.lock`), '1\n');
+    const waiting = runHook(['--revs', '--stdout'], FULL);
+    await sleep(300);
+    await rm(cache, { recursive: true, force: true });
+    expect(await waiting).toEqual({
+      code: 0,
+      stdout: `PACK pack-objects --revs --stdout\n${FULL}`,
+      stderr: '',
+    });
+    expect(await runs()).toBe(2);
+  });
+
   it('takes over a lock its holder no longer keeps fresh (dead, or in a PID namespace of its own)', async () => {
     expect(WAIT_SECONDS * 1000).toBeGreaterThan(60_000);
     // Learn the key from a first run, then leave a lock for it that nobody has touched for a while,
@@ -249,7 +288,7 @@ describe('pack cache hook', () => {
     try {
       // Served while the holder is still stopped.
       const waiter = await runHook(['--revs', '--stdout'], FULL);
-      expect(waiter).toEqual({ code: 0, stdout: `PACK pack-objects --revs --stdout\n${FULL}` });
+      expect(waiter).toEqual({ code: 0, stdout: `PACK pack-objects --revs --stdout\n${FULL}`, stderr: '' });
     } finally {
       process.kill(-group, 'SIGCONT');
     }
