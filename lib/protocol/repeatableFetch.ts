@@ -37,6 +37,8 @@ export interface RepeatableFetch {
   readonly wants: readonly string[];
   /** The client accepts deltas against a base by offset (`ofs-delta`). */
   readonly ofsDelta: boolean;
+  /** The client asks for the annotated tags of the objects it gets (`include-tag`). */
+  readonly includeTag: boolean;
 }
 
 const OID = /^[0-9a-f]{40}$/;
@@ -249,6 +251,7 @@ function result(
     uriProtocols,
     wants,
     ofsDelta: shape.ofsDelta,
+    includeTag: shape.includeTag,
   };
 }
 

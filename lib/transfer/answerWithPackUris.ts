@@ -18,7 +18,7 @@ import { acceptsUri, type PackfileUri, packfileUrisSection } from '../protocol/p
 import type { RepeatableFetch } from '../protocol/repeatableFetch.js';
 import { PACK_HEADER } from '../protocol/shallowInfo.js';
 import { clonePackBody } from './clonePack.js';
-import { inlinePackPath, noteAsked, type PlanDeps, planFor, planKey } from './uriPlan.js';
+import { inlinePackPath, noteAsked, type PlanDeps, planFor, planKey, tagsToFollow } from './uriPlan.js';
 
 export interface PackUriDeps extends PlanDeps {
   readonly cache: { leaseComplete(target: CacheTarget): Promise<Generation> };
@@ -44,7 +44,16 @@ export async function answerWithPackUris(
   const generation = await deps.cache.leaseComplete(target);
   let handed = false;
   try {
-    const request = { key: planKey(fetch.wants), wants: fetch.wants, ofsDelta: fetch.ofsDelta };
+    // A clone of some refs that follows tags (`git clone --single-branch`) gets the annotated
+    // tags of what it fetches, as from upload-pack; its plan is kept apart from the one of its
+    // wants alone. Every ref wanted (a whole clone) leaves no tag to follow.
+    const followTags = fetch.includeTag ? tagsToFollow(await target.refs(), fetch.wants) : new Map();
+    const request = {
+      key: planKey(fetch.wants, followTags.size > 0),
+      wants: fetch.wants,
+      ofsDelta: fetch.ofsDelta,
+      followTags,
+    };
     const plan = await planFor(deps, generation, target, request, owner);
     if (plan.packs.length === 0) return null;
     await noteAsked(generation.dir);

@@ -27,6 +27,7 @@ import { GitFailed, type GitRunner } from '../git/GitRunner.js';
 import { ObjectList } from '../git/ObjectList.js';
 import { PACK_CACHE_DIR } from '../git/packCacheHook.js';
 import { distinctObjectCount, heldByOthers, type PackNames, readPackNames } from '../git/packIndex.js';
+import type { RefValue } from '../protocol/refValue.js';
 
 export interface PlanDeps {
   readonly git: Pick<GitRunner, 'spawn' | 'check' | 'checkScript'>;
@@ -44,6 +45,11 @@ export interface UriRequest {
   readonly key: string;
   readonly wants: readonly string[];
   readonly ofsDelta: boolean;
+  /**
+   * For a client that asked for `include-tag`: the annotated tags it did not want (tagsToFollow),
+   * each with the object it peels to. Those whose object the wants reach are sent too.
+   */
+  readonly followTags?: ReadonlyMap<string, string>;
 }
 
 const PLAN_SUFFIX = '.uris.json';
@@ -67,9 +73,30 @@ interface StoredPack {
  * made for them), so a bare clone, a clone that asks for every ref in another order, and the
  * bundle list share one plan, and one can be made before anyone asks (plansAhead.ts).
  */
-export function planKey(wants: readonly string[]): string {
+export function planKey(wants: readonly string[], followsTags = false): string {
   const set = [...new Set(wants)].sort();
-  return `clone-${createHash('sha256').update(set.join('\n')).digest('hex')}`;
+  const hash = createHash('sha256').update(set.join('\n'));
+  if (followsTags) hash.update('\ninclude-tag');
+  return `clone-${hash.digest('hex')}`;
+}
+
+/**
+ * The annotated tags under refs/tags/ that `wants` does not name, each with the object it peels
+ * to: what `include-tag` may add to a clone. git's pack-objects (`--include-tag`, which
+ * upload-pack passes for it) sends such a tag when the object it peels to is in the pack, and the
+ * client then keeps the tags it has the objects of: `git clone --single-branch` gets the
+ * annotated tags of its branch's history this way.
+ */
+export function tagsToFollow(
+  refs: ReadonlyMap<string, RefValue>,
+  wants: readonly string[],
+): Map<string, string> {
+  const wanted = new Set(wants);
+  const tags = new Map<string, string>();
+  for (const [name, value] of refs)
+    if (name.startsWith('refs/tags/') && value.peeled !== undefined && !wanted.has(value.oid))
+      tags.set(value.oid, value.peeled);
+  return tags;
 }
 
 /**
@@ -105,14 +132,31 @@ export async function planFor(
   if (kept?.v === 2) return kept;
   await mkdir(cache, { recursive: true });
   const stored = await storedPacks(generation, target);
+  if (stored.length === 0) return { v: 2, packs: [], inline: 0 };
+  const wanted = { ...request, wants: await withFollowedTags(deps, generation, request, owner) };
   const plan =
-    stored.length === 0
-      ? { v: 2 as const, packs: [], inline: 0 }
-      : ((await planOfLargest(deps, generation, request, stored, owner)) ??
-        (await planByObject(deps, generation, request, stored, owner)));
+    (await planOfLargest(deps, generation, wanted, stored, owner)) ??
+    (await planByObject(deps, generation, wanted, stored, owner));
   // Written last: its presence says the inline pack is whole.
   await keep(join(cache, `${request.key}${PLAN_SUFFIX}`), (part) => writeFile(part, JSON.stringify(plan)));
   return plan;
+}
+
+/**
+ * The request's wants and the tags it follows (UriRequest.followTags): the plan of both is what
+ * upload-pack would have packed, the tags and the objects their targets reach.
+ */
+async function withFollowedTags(
+  deps: PlanDeps,
+  generation: Generation,
+  request: UriRequest,
+  owner: string,
+): Promise<readonly string[]> {
+  const tags = request.followTags;
+  if (tags === undefined || tags.size === 0) return request.wants;
+  const reachable = new ObjectList(await reachableObjects(deps, generation, request.wants, owner));
+  const followed = [...tags].filter(([, peeled]) => reachable.indexOf(Buffer.from(peeled, 'hex'), 0) >= 0);
+  return [...request.wants, ...followed.map(([tag]) => tag)];
 }
 
 /** The packs the log names for the state: its newest checkpoint's, then the entries' after it. */

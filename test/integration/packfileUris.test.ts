@@ -212,6 +212,34 @@ describe('packfile-uris', () => {
     expect(await hasObject(clones.uris, home, first)).toBe(false);
   }, 120_000);
 
+  it('sends a clone of one branch the annotated tags git follows, and no others', async () => {
+    const dir = await tempDir('pfu-tags');
+    const work = join(dir, 'work');
+    const url = `${server.authUrl}/team/tags.git`;
+    const commit = async (message: string) =>
+      gitOk(['commit', '-q', '--allow-empty', '-m', message], { cwd: work, home });
+    await gitOk(['init', '-q', '-b', 'main', work], { home });
+    await commit('one');
+    await commit('two');
+    await gitOk(['push', '-q', url, 'main'], { cwd: work, home });
+    // Each in a push of its own: the tag of main's history, then a branch with a tag of its own.
+    await gitOk(['tag', '-a', '-m', 'on main', 'v1', 'HEAD~1'], { cwd: work, home });
+    await gitOk(['push', '-q', url, 'v1'], { cwd: work, home });
+    await gitOk(['checkout', '-q', '-b', 'other'], { cwd: work, home });
+    await commit('three');
+    await gitOk(['tag', '-a', '-m', 'on other', 'v2'], { cwd: work, home });
+    await gitOk(['push', '-q', url, 'other', 'v2'], { cwd: work, home });
+    const one = ['clone', '--quiet', '--bare', '--single-branch', '--branch', 'main', `${url}`];
+    const normal = join(dir, 'normal.git');
+    const uris = join(dir, 'uris.git');
+    await gitOk([...one, normal], { home });
+    await gitOk([...OPT_IN, ...one, uris], { home });
+    expect(await stateOf(uris)).toEqual(await stateOf(normal));
+    expect(await gitOk(['tag'], { cwd: uris, home })).toBe('v1\n');
+    // It came by URIs: main's pack and the tag's, and the (empty) inline pack.
+    expect(await packsOf(uris)).toHaveLength(3);
+  }, 120_000);
+
   it('answers as today when no stored pack holds only what the clone needs', async () => {
     const wants = await wantsOf('team/express');
     // One branch of the fixture: the one pushed pack also holds the other branches' objects.

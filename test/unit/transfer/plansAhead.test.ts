@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RefValue } from '../../../lib/protocol/refValue.js';
 import { cloneWants } from '../../../lib/transfer/plansAhead.js';
-import { planKey } from '../../../lib/transfer/uriPlan.js';
+import { planKey, tagsToFollow } from '../../../lib/transfer/uriPlan.js';
 
 const oid = (c: string) => c.repeat(40);
 
@@ -17,6 +17,32 @@ describe('planKey', () => {
     expect(key).toMatch(/^clone-[0-9a-f]{64}$/);
     expect(planKey([oid('a')])).not.toBe(key);
     expect(planKey([oid('a'), oid('b'), oid('c')])).not.toBe(key);
+  });
+
+  it('names the same wants with tags to follow apart', () => {
+    expect(planKey([oid('a')], true)).not.toBe(planKey([oid('a')]));
+    expect(planKey([oid('a')], false)).toBe(planKey([oid('a')]));
+  });
+});
+
+describe('tagsToFollow', () => {
+  it('is the annotated tags under refs/tags/ not wanted, by object, with what each peels to', () => {
+    const refs = new Map<string, RefValue>([
+      ['refs/heads/main', { oid: oid('a') }],
+      ['refs/tags/v1', { oid: oid('b'), peeled: oid('a') }],
+      ['refs/tags/v1-again', { oid: oid('b'), peeled: oid('a') }],
+      ['refs/tags/v2', { oid: oid('c'), peeled: oid('d') }],
+      ['refs/tags/light', { oid: oid('a') }],
+      ['refs/notes/tagged', { oid: oid('e'), peeled: oid('a') }],
+    ]);
+    expect(tagsToFollow(refs, [oid('a')])).toEqual(
+      new Map([
+        [oid('b'), oid('a')],
+        [oid('c'), oid('d')],
+      ]),
+    );
+    // A clone of every ref wants every tag already.
+    expect(tagsToFollow(refs, [oid('a'), oid('b'), oid('c'), oid('e')]).size).toBe(0);
   });
 });
 
