@@ -38,6 +38,7 @@ describe('repeatableFetchOf', () => {
       uriProtocols: [],
       wants: [A],
       ofsDelta: true,
+      includeTag: false,
     });
     expect(repeatableFetchOf(checkout(A, 1, 'git/2.47.0'), true)?.key).toBe(fetch?.key);
     expect(repeatableFetchOf(checkout(A, 2), true)?.key).not.toBe(fetch?.key);
@@ -128,6 +129,8 @@ describe('repeatableFetchOf', () => {
     expect(repeatableFetchOf(withArgs(['ofs-delta']), true)?.key).toBe(key);
     expect(repeatableFetchOf(withArgs(['thin-pack', 'ofs-delta']), true)?.key).toBe(key);
     expect(repeatableFetchOf(withArgs(['ofs-delta', 'include-tag']), true)?.key).not.toBe(key);
+    expect(repeatableFetchOf(withArgs(['ofs-delta', 'include-tag']), true)?.includeTag).toBe(true);
+    expect(repeatableFetchOf(withArgs(['ofs-delta']), true)?.includeTag).toBe(false);
     expect(repeatableFetchOf(withArgs(['no-progress']), true)?.key).not.toBe(key);
   });
 
