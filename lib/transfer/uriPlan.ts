@@ -132,31 +132,38 @@ export async function planFor(
   if (kept?.v === 2) return kept;
   await mkdir(cache, { recursive: true });
   const stored = await storedPacks(generation, target);
-  if (stored.length === 0) return { v: 2, packs: [], inline: 0 };
-  const wanted = { ...request, wants: await withFollowedTags(deps, generation, request, owner) };
   const plan =
-    (await planOfLargest(deps, generation, wanted, stored, owner)) ??
-    (await planByObject(deps, generation, wanted, stored, owner));
+    stored.length === 0
+      ? { v: 2 as const, packs: [], inline: 0 }
+      : await planOfStored(deps, generation, request, stored, owner);
   // Written last: its presence says the inline pack is whole.
   await keep(join(cache, `${request.key}${PLAN_SUFFIX}`), (part) => writeFile(part, JSON.stringify(plan)));
   return plan;
 }
 
 /**
- * The request's wants and the tags it follows (UriRequest.followTags): the plan of both is what
- * upload-pack would have packed, the tags and the objects their targets reach.
+ * The plan when there are stored packs, for the request's wants and the tags it follows
+ * (UriRequest.followTags): the plan of both is what upload-pack would have packed, the tags and
+ * the objects their targets reach.
  */
-async function withFollowedTags(
+async function planOfStored(
   deps: PlanDeps,
   generation: Generation,
   request: UriRequest,
+  stored: readonly StoredPack[],
   owner: string,
-): Promise<readonly string[]> {
+): Promise<UriPlan> {
   const tags = request.followTags;
-  if (tags === undefined || tags.size === 0) return request.wants;
-  const reachable = new ObjectList(await reachableObjects(deps, generation, request.wants, owner));
-  const followed = [...tags].filter(([, peeled]) => reachable.indexOf(Buffer.from(peeled, 'hex'), 0) >= 0);
-  return [...request.wants, ...followed.map(([tag]) => tag)];
+  let wanted = request;
+  if (tags !== undefined && tags.size > 0) {
+    const reachable = new ObjectList(await reachableObjects(deps, generation, request.wants, owner));
+    const followed = [...tags].filter(([, peeled]) => reachable.indexOf(Buffer.from(peeled, 'hex'), 0) >= 0);
+    wanted = { ...request, wants: [...request.wants, ...followed.map(([tag]) => tag)] };
+  }
+  return (
+    (await planOfLargest(deps, generation, wanted, stored, owner)) ??
+    (await planByObject(deps, generation, wanted, stored, owner))
+  );
 }
 
 /** The packs the log names for the state: its newest checkpoint's, then the entries' after it. */
