@@ -40,7 +40,16 @@ export async function streamUploadPack(
   const finished = first.started ? await exit : first.exit;
   if (finished.code === 0) return Buffer.alloc(0);
   // A generation deleted under it (evicted past its lease, or the cache lost) is no fault of the
-  // request, and its path is no business of the client's.
-  if (!(await exists(generation.dir))) throw new CacheChanged(GENERATION_GONE);
+  // request, and its path is no business of the client's. git may say so itself when the
+  // directory is back by the time it is looked at (made again by another request's build).
+  if (!(await exists(generation.dir)) || NOT_A_REPOSITORY.test(finished.stderr))
+    throw new CacheChanged(GENERATION_GONE);
   throw new GitRefused('upload-pack', finished.stderr);
 }
+
+/**
+ * git's words for a directory that is no repository (setup.c, enter_repo's caller in
+ * upload-pack.c): narwal runs upload-pack only in generations it leased complete, so they mean
+ * the generation went under it.
+ */
+const NOT_A_REPOSITORY = /^fatal: (?:'.*' does not appear to be a git repository|not a git repository)/m;

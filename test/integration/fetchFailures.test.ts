@@ -6,7 +6,7 @@
  * upload-pack's output at a chosen point of a fetch's answer (a node script between git and
  * narwal, exiting 1 as git does on a fatal error), or refuses to start it.
  */
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../lib/app.js';
@@ -14,7 +14,7 @@ import { directSpawner, type ProcessSpawner } from '../../lib/git/ProcessSpawner
 import { commitFile, git, gitOk, makeHome, workRepo } from '../helpers/gitClient.js';
 import { type RunningNarwal, startInProcess } from '../helpers/narwalServer.js';
 
-type Cut = 'off' | 'acks' | 'band1' | 'mid' | 'refuse' | 'vanish';
+type Cut = 'off' | 'acks' | 'band1' | 'mid' | 'refuse' | 'vanish' | 'replace';
 
 /**
  * Passes git's packets through until the cut (`acks`: after v2's `acknowledgments` line; `band1`:
@@ -56,8 +56,8 @@ process.stdin.on('end', () => { if (!cut) process.stdout.write(buf); });
 let cut: Cut = 'off';
 /**
  * upload-pack's output through CUTTER while `cut` names a point; for a POST, not started at all
- * while it is `refuse`, started in a generation just deleted while it is `vanish`; every other
- * process as it is.
+ * while it is `refuse`, started in a generation just deleted while it is `vanish` (and made again
+ * empty while it is `replace`); every other process as it is.
  */
 const cutting: ProcessSpawner = {
   spawn: (command, args, options) => {
@@ -72,6 +72,14 @@ const cutting: ProcessSpawner = {
         directSpawner.spawn(command, args, options),
       );
     if (cut === 'vanish') return directSpawner.spawn(command, args, options);
+    // Deleted, and an empty directory in its place (as another request's build starts it again).
+    if (cut === 'replace' && !args.includes('--advertise-refs')) {
+      const dir = args.at(-1) as string;
+      return rm(dir, { recursive: true, force: true })
+        .then(() => mkdir(dir))
+        .then(() => directSpawner.spawn(command, args, options));
+    }
+    if (cut === 'replace') return directSpawner.spawn(command, args, options);
     return directSpawner.spawn(
       'sh',
       ['-c', `"$0" "$@" | "${process.execPath}" -e "$NARWAL_TEST_CUTTER" ${cut}`, command, ...args],
@@ -190,6 +198,16 @@ describe('a fetch whose generation is deleted under it', () => {
     it(`is told to retry (protocol v${version}), not that its request was wrong, and no path is shown`, async () => {
       const behind = await behindByOne(`vanished/v${version}`);
       const stderr = await failedFetch(behind, version, 'vanish');
+      expect(stderr).toContain(
+        "fatal: remote error: narwal: the server's cache of the repository changed during the fetch; retry the fetch",
+      );
+      expect(stderr).not.toContain(server.dataDir);
+      await fetchesAfter(behind, version);
+    });
+
+    it(`is told to retry (protocol v${version}) when the directory is back but empty, and no path is shown`, async () => {
+      const behind = await behindByOne(`replaced/v${version}`);
+      const stderr = await failedFetch(behind, version, 'replace');
       expect(stderr).toContain(
         "fatal: remote error: narwal: the server's cache of the repository changed during the fetch; retry the fetch",
       );
