@@ -32,7 +32,13 @@ import { PresenceUnavailable } from '../presence/PresenceStore.js';
 import { ProtocolError } from '../protocol/ProtocolError.js';
 import { encodePktLine } from '../protocol/pktLine.js';
 import { StoreError } from '../store/errors.js';
-import { CacheChanged, GitRefused, PackNotInLog, RepoBeingCreated } from '../transfer/errors.js';
+import {
+  CacheChanged,
+  GenerationLost,
+  GitRefused,
+  PackNotInLog,
+  RepoBeingCreated,
+} from '../transfer/errors.js';
 import { Busy } from '../util/Busy.js';
 import { NoSuchEntry, RepoNotFound } from '../wal/errors.js';
 import { NOT_STORED } from './cachePolicy.js';
@@ -48,7 +54,8 @@ export function errorResponse(error: unknown, requestId: string, logger: ErrorLo
   if (error instanceof AccessDenied) return accessDenied(error);
   if (error instanceof ProtocolError) return text(400, `narwal: ${error.message}`);
   if (error instanceof GitRefused) return text(400, error.message);
-  if (error instanceof CacheChanged) return text(503, error.message, { 'retry-after': '1' });
+  if (error instanceof CacheChanged || error instanceof GenerationLost)
+    return text(503, error.message, { 'retry-after': '1' });
   if (error instanceof BuildSuperseded) {
     // The cache was evicted or deleted while this request prepared it (and retried no more).
     return text(503, `narwal: the server's cache of the repository changed while it was prepared; retry`, {

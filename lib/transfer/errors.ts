@@ -22,6 +22,20 @@ export class CacheChanged extends Error {
   }
 }
 
+/**
+ * A push's repository could not be made from its leased generation, whose files went before it
+ * was (the cache deleted under the lease): git has read nothing of the push, which may be
+ * received again on a generation built anew. Retryable.
+ */
+export class GenerationLost extends Error {
+  readonly code = 'GenerationLost';
+  constructor(cause: unknown) {
+    super("narwal: the server's cache of the repository changed before the push was read; retry the push", {
+      cause,
+    });
+  }
+}
+
 /** A push found its repository created by another request that has not published its index yet. */
 export class RepoBeingCreated extends Error {
   readonly code = 'RepoBeingCreated';

@@ -8,7 +8,7 @@ import { isStoreError } from '../store/errors.js';
 import { Busy } from '../util/Busy.js';
 import { isCode } from '../util/isCode.js';
 import { OutcomeUnknown, RepoNotFound } from '../wal/errors.js';
-import { RepoBeingCreated } from './errors.js';
+import { GenerationLost, RepoBeingCreated } from './errors.js';
 
 export function pushRefusalFor(
   error: unknown,
@@ -37,7 +37,7 @@ export function pushRefusalFor(
  * gone then (pushRefusalFor's context).
  */
 export function cacheChangedUnder(error: unknown): boolean {
-  if (error instanceof BuildSuperseded) return true;
+  if (error instanceof BuildSuperseded || error instanceof GenerationLost) return true;
   const failed = error as NodeJS.ErrnoException | null | undefined;
   if (failed?.path === undefined || failed.syscall?.startsWith('spawn')) return false;
   return isCode(error, 'ENOENT') || isCode(error, 'ENOTEMPTY');

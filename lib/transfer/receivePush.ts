@@ -39,8 +39,8 @@ import { type PublishResult, type PushJob, type RefOutcome, refusedOnEmptyRepo }
 import { putImmutable } from '../wal/putImmutable.js';
 import type { Identity, LoadedIndex } from '../wal/types.js';
 import { answerWhilePreparing } from './answerWhilePreparing.js';
-import { type ClientMessage, GitRefused, RepoBeingCreated } from './errors.js';
-import { pushRefusalFor, refusedInProtocol } from './pushRefusal.js';
+import { type ClientMessage, GenerationLost, GitRefused, RepoBeingCreated } from './errors.js';
+import { cacheChangedUnder, pushRefusalFor, refusedInProtocol } from './pushRefusal.js';
 import { spoolBody } from './spoolBody.js';
 
 /** The cache as a push uses it (RepoCache). */
@@ -166,9 +166,14 @@ async function receive(deps: PushDeps, request: Received): Promise<ReceiveOutcom
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
   const target = deps.cache.target(request.loaded);
   const complete = await deps.cache.leaseIfComplete(target);
-  if (complete) return receiveInto(deps, request, complete);
-  const near = await deps.cache.nearlyComplete(target);
-  if (near) return receiveInto(deps, request, near);
+  if (complete) {
+    const outcome = await receiveUnlessLost(deps, request, complete);
+    if (outcome) return outcome;
+  } else {
+    const near = await deps.cache.nearlyComplete(target);
+    const outcome = near ? await receiveUnlessLost(deps, request, near) : null;
+    if (outcome) return outcome;
+  }
   const spool = await spoolBody(request.body, await deps.scratchRoot(), {
     maxHeadBytes: deps.maxHeadBytes,
     maxCommands: deps.maxCommands,
@@ -227,6 +232,28 @@ async function receive(deps: PushDeps, request: Received): Promise<ReceiveOutcom
   }
 }
 
+/**
+ * receiveInto on a generation leased complete (or nearly), or null when its files went before the
+ * push's repository was made of them (GenerationLost): git has read nothing of the push then, and
+ * the caller receives it as into a cold cache, whose build makes the generation anew.
+ */
+async function receiveUnlessLost(
+  deps: PushDeps,
+  request: Received,
+  generation: Pick<Generation, 'dir' | 'objects' | 'release'>,
+): Promise<ReceiveOutcome | null> {
+  try {
+    return await receiveInto(deps, request, generation);
+  } catch (error) {
+    if (!(error instanceof GenerationLost)) throw error;
+    deps.logger.warn('push repository not made, the cache changed under it; preparing it anew', {
+      repo: request.repo,
+      error: serializeError(error.cause),
+    });
+    return null;
+  }
+}
+
 async function receiveInto(
   deps: PushDeps,
   request: Received,
@@ -242,7 +269,7 @@ async function receiveInto(
     scratch = await deps.scratchRepos.create(generation);
   } catch (error) {
     await Promise.all([generation.release(), cleanup()]);
-    throw error;
+    throw cacheChangedUnder(error) ? new GenerationLost(error) : error;
   }
   let child: Awaited<ReturnType<GitRunner['spawn']>>;
   try {

@@ -6,7 +6,7 @@ import { unauthorized } from '../../../lib/http/HttpError.js';
 import { silentLogger } from '../../../lib/log.js';
 import { PresenceUnavailable } from '../../../lib/presence/PresenceStore.js';
 import { ConditionalConflict, StoreUnavailable } from '../../../lib/store/errors.js';
-import { CacheChanged, GitRefused, RepoBeingCreated } from '../../../lib/transfer/errors.js';
+import { CacheChanged, GenerationLost, GitRefused, RepoBeingCreated } from '../../../lib/transfer/errors.js';
 import { Busy } from '../../../lib/util/Busy.js';
 
 const answer = (error: unknown) => {
@@ -73,6 +73,12 @@ describe('errorResponse for the transfers', () => {
       text: 'narwal: the cache changed while the refs were read; retry\n',
     });
     expect(changed.headers['retry-after']).toBe('1');
+    const lost = answer(new GenerationLost(new Error('ENOENT')));
+    expect(lost).toMatchObject({
+      status: 503,
+      text: "narwal: the server's cache of the repository changed before the push was read; retry the push\n",
+    });
+    expect(lost.headers['retry-after']).toBe('1');
     expect(answer(new RepoBeingCreated('team/app'))).toMatchObject({
       status: 409,
       text: 'narwal: repository team/app is being created; retry\n',
