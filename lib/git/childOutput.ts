@@ -120,3 +120,13 @@ export async function firstOutput(
     body: describe ? pktChildBody(child, exit, describe, first) : childBody(child, first),
   };
 }
+
+/**
+ * Whether git's stderr says the directory it was started in is no repository (setup.c: "not a
+ * git repository", upload-pack's "'<dir>' does not appear to be a git repository"). narwal starts
+ * git only in repositories it made or leased whole, so these words mean the directory went under
+ * it (the cache deleted), never that the request was wrong.
+ */
+export function saysNotARepository(stderr: string): boolean {
+  return /^fatal: (?:'.*' does not appear to be a git repository|not a git repository)/m.test(stderr);
+}

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Generation } from '../cache/RepoCache.js';
-import type { ChildExit } from '../git/childOutput.js';
+import { type ChildExit, saysNotARepository } from '../git/childOutput.js';
 import type { GitChild } from '../git/ProcessSpawner.js';
 import { CacheChanged, GitRefused } from './errors.js';
 
@@ -43,7 +43,11 @@ export async function checkedRefs(
     if (after === null || after.ino !== before.ino || after.mtimeNs !== before.mtimeNs)
       throw new CacheChanged();
   }
-  if (finished.code !== 0) throw new GitRefused(service, finished.stderr);
+  if (finished.code !== 0) {
+    // The generation, or the empty repository a v2 advertisement is made in, went under git.
+    if (saysNotARepository(finished.stderr)) throw new CacheChanged();
+    throw new GitRefused(service, finished.stderr);
+  }
   return Buffer.concat(chunks);
 }
 

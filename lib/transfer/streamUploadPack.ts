@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { exists, type Generation } from '../cache/RepoCache.js';
-import { type ChildExit, exitCause, firstOutput } from '../git/childOutput.js';
+import { type ChildExit, exitCause, firstOutput, saysNotARepository } from '../git/childOutput.js';
 import { onBodyError } from '../util/onBodyError.js';
 import { CacheChanged, GitRefused } from './errors.js';
 import { spawnUploadPack, type UploadPackDeps, type UploadPackOptions } from './uploadPackChild.js';
@@ -42,14 +42,7 @@ export async function streamUploadPack(
   // A generation deleted under it (evicted past its lease, or the cache lost) is no fault of the
   // request, and its path is no business of the client's. git may say so itself when the
   // directory is back by the time it is looked at (made again by another request's build).
-  if (!(await exists(generation.dir)) || NOT_A_REPOSITORY.test(finished.stderr))
+  if (!(await exists(generation.dir)) || saysNotARepository(finished.stderr))
     throw new CacheChanged(GENERATION_GONE);
   throw new GitRefused('upload-pack', finished.stderr);
 }
-
-/**
- * git's words for a directory that is no repository (setup.c, enter_repo's caller in
- * upload-pack.c): narwal runs upload-pack only in generations it leased complete, so they mean
- * the generation went under it.
- */
-const NOT_A_REPOSITORY = /^fatal: (?:'.*' does not appear to be a git repository|not a git repository)/m;

@@ -31,7 +31,12 @@ afterEach(async () => {
 });
 
 /** Starts a git child that prints `output` and exits with `code` once `meanwhile` has run. */
-function git(output: string, code: number, meanwhile: () => Promise<void> = async () => {}) {
+function git(
+  output: string,
+  code: number,
+  meanwhile: () => Promise<void> = async () => {},
+  stderr = 'fatal: no',
+) {
   let started = false;
   const start = async () => {
     started = true;
@@ -39,7 +44,7 @@ function git(output: string, code: number, meanwhile: () => Promise<void> = asyn
     const exit = (async () => {
       stdout.end(output);
       await meanwhile();
-      return { code, signal: null, stderr: code === 0 ? '' : 'fatal: no' };
+      return { code, signal: null, stderr: code === 0 ? '' : stderr };
     })();
     return { child: { stdout } as unknown as GitChild, exit };
   };
@@ -76,5 +81,17 @@ describe('checkedRefs', () => {
     expect(released).toBe(1);
     const failed = git('', 128);
     await expect(checkedRefs(null, 'upload-pack', failed.start)).rejects.toBeInstanceOf(GitRefused);
+  });
+
+  it('takes git finding no repository where it was started for the directory gone, not the request wrong', async () => {
+    // The empty repository a v2 advertisement is made in (no generation to check), deleted with
+    // the cache just as git started: its words name the server's path.
+    for (const stderr of [
+      "fatal: '/srv/narwal/cache/empty.git' does not appear to be a git repository\n",
+      "fatal: not a git repository: '.'\n",
+    ]) {
+      const gone = git('', 128, async () => {}, stderr);
+      await expect(checkedRefs(null, 'upload-pack', gone.start)).rejects.toBeInstanceOf(CacheChanged);
+    }
   });
 });
