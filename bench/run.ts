@@ -4,16 +4,16 @@
  * (standing in for S3). Every measurement of seeds 000 and 002 (see benchResults.ts for the list),
  * written to bench/results/<stamp>.json and a Markdown report with SVG charts beside it.
  *
- * Options: --quick (about two minutes; CI runs it), --only a,b (phases: sequential, clones, ci,
- * nodes, refs, writers, cold, profile, lfs), --latency 30 (narwal's second store latency), --client
- * git|wire (clone storm clients; wire, the default, makes the v2 requests and discards the pack,
- * which leaves the machine to the servers), --clones N (at least, per storm), --storm-seconds S
- * (and more until S seconds have passed), --rounds N (the clone levels run N times over,
- * interleaved, and are pooled), --levels 10,25,50, --pushes N, --refs N,
- * --writers 50,100,150, --entries N, --max-other F (rerun a storm when other work used more than
- * this share of the machine), --narwal-rev REV, --narwal-env NARWAL_K=V,... (extra
- * settings for every narwal server), --table (write the targets table into README.md and docs/benchmarks.md;
- * the default for a full run of every phase on the defaults).
+ * Options: --quick (about four and a half minutes; CI runs it), --only a,b (phases: sequential,
+ * clones, ci, nodes, refs, writers, cold, profile, lfs, uris), --latency 30 (narwal's second
+ * store latency), --client git|wire (clone storm clients; wire, the default, makes the v2
+ * requests and discards the pack, which leaves the machine to the servers), --clones N (at
+ * least, per storm), --storm-seconds S (and more until S seconds have passed), --rounds N (the
+ * clone levels run N times over, interleaved, and are pooled), --levels 10,25,50, --pushes N,
+ * --refs N, --writers 50,100,150, --entries N, --max-other F (rerun a storm when other work used
+ * more than this share of the machine), --narwal-rev REV, --narwal-env NARWAL_K=V,... (extra
+ * settings for every narwal server), --table (write the targets table into README.md and
+ * docs/benchmarks.md; the default for a full run of every phase on the defaults).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -95,7 +95,7 @@ const sizes = {
   levels: values.levels ? values.levels.split(',').map(positive) : quick ? [5, 10] : [10, 25, 50],
   clones: values.clones ? positive(values.clones) : quick ? 10 : 60,
   stormSeconds: values['storm-seconds'] ? positive(values['storm-seconds']) : quick ? 3 : 8,
-  rounds: values.rounds ? positive(values.rounds) : quick ? 2 : 3,
+  rounds: values.rounds ? positive(values.rounds) : quick ? 1 : 3,
   nodeWorkers: 4,
   nodePushes: quick ? 6 : 40,
   refs: values.refs ? positive(values.refs) : quick ? 40 : 300,
