@@ -102,7 +102,16 @@ interface SpawnErrorFields {
   readonly path?: string;
 }
 
+/**
+ * How long a process the helper was asked for may take to be answered (started with every pipe
+ * handed over, or failed) before it counts as lost. The helper answers in milliseconds; chaos runs
+ * showed one request of some two thousand never answered by a running, connected helper, and the
+ * fetch waiting on it then waited as long as its client did.
+ */
+export const SPAWN_ANSWER_MS = 15_000;
+
 export class ForkServer implements ProcessSpawner {
+  readonly #answerMs: number;
   #helper: ChildProcess | null = null;
   /** The helper has said it takes requests; `ready` settles then (or once it failed to start). */
   #ready = false;
@@ -112,6 +121,10 @@ export class ForkServer implements ProcessSpawner {
   readonly #held = new Set<number>();
   #nextId = 1;
   #closed = false;
+
+  constructor(options: { readonly answerMs?: number } = {}) {
+    this.#answerMs = options.answerMs ?? SPAWN_ANSWER_MS;
+  }
 
   spawn(command: string, args: readonly string[], options: SpawnOptions): Promise<GitChild> {
     const stdio = pipesOnly(options.stdio);
@@ -129,6 +142,14 @@ export class ForkServer implements ProcessSpawner {
     this.#children.set(id, child);
     this.#hold(id, true);
     this.#send({ t: 'spawn', id, command, args, cwd: options.cwd, env: options.env, stdio });
+    // Unanswered in time: the process fails (and is killed wherever it started) rather than being
+    // waited for without end.
+    const unanswered = setTimeout(() => {
+      this.#send({ t: 'kill', id, signal: 'SIGKILL' });
+      child.lost(`the git helper did not start ${command} within ${this.#answerMs} ms`);
+    }, this.#answerMs);
+    unanswered.unref();
+    void child.ready.then(() => clearTimeout(unanswered));
     return child.ready;
   }
 
@@ -390,7 +411,7 @@ class RemoteChild extends EventEmitter implements GitChild {
   }
 
   /** The helper died: how it ends cannot be known, so it is stopped and fails. */
-  lost(): void {
+  lost(why = 'the process that started git stopped'): void {
     if (this.pid !== undefined && !this.#released) {
       try {
         process.kill(this.pid, 'SIGKILL');
@@ -398,7 +419,7 @@ class RemoteChild extends EventEmitter implements GitChild {
         // Gone already.
       }
     }
-    this.failed(new Error('the process that started git stopped'));
+    this.failed(new Error(why));
   }
 
   #start(): void {

@@ -247,4 +247,24 @@ helper.once('message', () => {
       node.kill('SIGKILL');
     }
   });
+
+  it('fails a process the helper does not answer in time, and the helper kills it once it goes on', async () => {
+    server = new ForkServer({ answerMs: 300 });
+    await server.start();
+    const helper = server.helperPid as number;
+    const childrenOfHelper = () => readFileSync(`/proc/${helper}/task/${helper}/children`, 'utf8').trim();
+    // A helper that takes the request and never answers it, as one did in chaos runs.
+    process.kill(helper, 'SIGSTOP');
+    try {
+      const child = await server.spawn('sleep', ['30'], PIPES);
+      const error = await new Promise<Error>((resolve) => child.once('error', resolve));
+      expect(error.message).toBe('the git helper did not start sleep within 300 ms');
+    } finally {
+      process.kill(helper, 'SIGCONT');
+    }
+    // Going on, it starts the process it was asked for, then kills it as it was told to.
+    expect(await eventually(() => childrenOfHelper() === '')).toBe(true);
+    const next = await server.spawn('echo', ['ok'], PIPES);
+    expect((await finished(next)).stdout.toString()).toBe('ok\n');
+  });
 });
