@@ -358,8 +358,18 @@ class RemoteChild extends EventEmitter implements GitChild {
 
   received(index: number, pipe: object | null): void {
     if (pipe !== null) {
-      // As node's spawn makes a child's stdio streams (child_process createSocket).
-      const socket = new Socket({ handle: pipe, readable: index > 0 } as unknown as SocketConstructorOpts);
+      // As node's spawn makes a child's stdio streams (child_process createSocket), except that an
+      // output is not read until someone reads it: node's spawn hands its child over at once, but
+      // this one is handed over only once its last pipe arrives, and a stream reading meanwhile
+      // can see the end of a process that exited at once and emit `end` to nobody (`manualStart`,
+      // net.Socket's option for a handle not to be read yet). A caller waiting for that `end`
+      // then waited without end: fetches in chaos runs did, whose upload-pack found its
+      // generation deleted and exited before its stderr was handed over.
+      const socket = new Socket({
+        handle: pipe,
+        readable: index > 0,
+        manualStart: true,
+      } as unknown as SocketConstructorOpts);
       this.stdio[index] = socket;
       if (index > 0) {
         this.#openOutputs++;

@@ -96,13 +96,15 @@ export async function firstOutput(
   describe?: (exit: ChildExit) => string,
 ): Promise<{ started: true; body: Readable } | { started: false; exit: ChildExit }> {
   const stdout = child.stdout;
-  if (!stdout) return { started: false, exit: await exit };
+  // An output that ended or closed before this looked emits nothing more: nothing came of it.
+  if (!stdout || stdout.readableEnded || stdout.destroyed) return { started: false, exit: await exit };
   const first = await new Promise<Buffer | null>((resolve) => {
     const onData = (chunk: Buffer) => {
       stdout.pause();
       cleanup();
       resolve(chunk);
     };
+    // `close` without `end`: the pipe failed, and no byte will come either.
     const onEnd = () => {
       cleanup();
       resolve(null);
@@ -110,9 +112,11 @@ export async function firstOutput(
     const cleanup = () => {
       stdout.off('data', onData);
       stdout.off('end', onEnd);
+      stdout.off('close', onEnd);
     };
     stdout.on('data', onData);
     stdout.once('end', onEnd);
+    stdout.once('close', onEnd);
   });
   if (first === null) return { started: false, exit: await exit };
   return {

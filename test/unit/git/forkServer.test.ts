@@ -119,6 +119,20 @@ describe('ForkServer', () => {
     });
   });
 
+  it('hands over a process that exits at once, writing nothing, with the end of its output still to read', async () => {
+    const spawner = await started();
+    // It has exited before its last pipe arrives, often: its other pipes must not have been read
+    // to their end meanwhile, or their `end` went to nobody and a reader waits for it for ever.
+    for (let i = 0; i < 40; i++) {
+      const child = await spawner.spawn('sh', ['-c', 'exit 3'], PIPES);
+      expect([child.stdout?.readableEnded, child.stderr?.readableEnded]).toEqual([false, false]);
+      const ended = new Promise((resolve) => child.stdout?.once('end', () => resolve('end')));
+      child.stdout?.resume();
+      expect(await ended).toBe('end');
+      expect((await finished(child)).code).toBe(3);
+    }
+  });
+
   it('closes a process whose stderr nobody reads, once it exits, as node does', async () => {
     const spawner = await started();
     const child = await spawner.spawn('sh', ['-c', 'echo out; echo unread >&2; exit 1'], PIPES);
