@@ -165,15 +165,9 @@ async function receive(deps: PushDeps, request: Received): Promise<ReceiveOutcom
   // The generation of the index the client's advertisement came from (or a newer one): its
   // objects are the bases of the client's thin pack, its refs the snapshot for connectivity.
   const target = deps.cache.target(request.loaded);
-  const complete = await deps.cache.leaseIfComplete(target);
-  if (complete) {
-    const outcome = await receiveUnlessLost(deps, request, complete);
-    if (outcome) return outcome;
-  } else {
-    const near = await deps.cache.nearlyComplete(target);
-    const outcome = near ? await receiveUnlessLost(deps, request, near) : null;
-    if (outcome) return outcome;
-  }
+  const leased = (await deps.cache.leaseIfComplete(target)) ?? (await deps.cache.nearlyComplete(target));
+  const outcome = leased ? await receiveUnlessLost(deps, request, leased) : null;
+  if (outcome) return outcome;
   const spool = await spoolBody(request.body, await deps.scratchRoot(), {
     maxHeadBytes: deps.maxHeadBytes,
     maxCommands: deps.maxCommands,
