@@ -8,7 +8,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ZERO_OID } from './checkHistory.js';
-import type { Outcome, PushCommandRecord, PushOp, PushStyle, ReadKind, ReadOp, Recorder } from './history.js';
+import type {
+  Op,
+  Outcome,
+  PushCommandRecord,
+  PushOp,
+  PushStyle,
+  ReadKind,
+  ReadOp,
+  Recorder,
+} from './history.js';
 import { parsePushReport } from './pushOutput.js';
 
 export interface NodeChoice {
@@ -143,6 +152,7 @@ export class ChaosClient {
     });
     const specs = commands.map((c) => (c.new === ZERO_OID ? `:${c.ref}` : `${c.new}:${c.ref}`));
     const out = await this.#git(['push', '--porcelain', ...args, `${node.url}/${repo}.git`, ...specs], true);
+    if (out.timedOut) this.#unanswered(op, out);
     const reports = parsePushReport(
       commands.map((c) => c.ref),
       out,
@@ -184,7 +194,7 @@ export class ChaosClient {
     if (kind === 'ls-remote') {
       const out = await this.#git([...protocol, 'ls-remote', '--heads', url], true);
       if (out.code === 0) refs = parseRefLines(out.stdout, 'refs/heads/');
-      else reason = out.stderr;
+      else reason = this.#failure(op, out);
     } else if (kind === 'fetch') {
       const remote = `refs/remotes/${repo.replace(/\//g, '_')}/`;
       const out = await this.#git(
@@ -194,7 +204,7 @@ export class ChaosClient {
       if (out.code === 0) {
         const listed = await this.#git(['for-each-ref', '--format=%(objectname) %(refname)', remote]);
         refs = parseRefLines(listed.stdout, remote);
-      } else reason = out.stderr;
+      } else reason = this.#failure(op, out);
     } else {
       const dir = await mkdtemp(join(tmpdir(), `narwal-chaos-clone-${this.#o.id}-`));
       try {
@@ -225,7 +235,7 @@ export class ChaosClient {
             this.#o.recorder.corrupt.push(`clone #${op.id} of ${repo}: ${fsck.stderr.trim()}`);
             return null;
           }
-        } else reason = out.stderr;
+        } else reason = this.#failure(op, out);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
@@ -250,6 +260,20 @@ export class ChaosClient {
     const oid = out.stdout.trim();
     if (out.code !== 0 || !/^[0-9a-f]{40}$/.test(oid)) throw new Error(`commit-tree failed: ${out.stderr}`);
     return oid;
+  }
+
+  /** What a read's git said when it failed, or that it got no answer in time (also recorded). */
+  #failure(op: ReadOp, out: GitResult): string {
+    if (!out.timedOut) return out.stderr;
+    this.#unanswered(op, out);
+    return `no answer within ${this.#o.gitTimeoutMs / 1000} s`;
+  }
+
+  #unanswered(op: Op, out: GitResult): void {
+    const said = out.stderr.trim().split('\n').at(-1) ?? '';
+    this.#o.recorder.unanswered.push(
+      `${op.kind} #${op.id} of ${op.repo} on ${op.node}: no answer within ${this.#o.gitTimeoutMs / 1000} s${said ? ` (git's last words: ${said})` : ''}`,
+    );
   }
 
   #choose<T>(items: readonly T[]): T {

@@ -58,7 +58,7 @@ const BASE_ENV = {
 
 describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
   it(
-    'loses nothing acknowledged, shows nothing refused, and leaves only orphans the sweep removes',
+    'loses nothing acknowledged, shows nothing refused, leaves no client without an answer, and only orphans the sweep removes',
     async () => {
       const random = seededRandom(SEED);
       const dataDir = await tempDataDir();
@@ -110,7 +110,11 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
 
         // The log, read straight from the store (no faults).
         const wal = new Wal(new FsObjectStore(join(dataDir, 'store')));
-        const violations: string[] = [...recorder.corrupt, ...slots.flatMap((s) => s.crashes)];
+        const violations: string[] = [
+          ...recorder.corrupt,
+          ...recorder.unanswered,
+          ...slots.flatMap((s) => s.crashes),
+        ];
         let unknownLanded = 0;
         let unknownNotLanded = 0;
         let readsChecked = 0;
@@ -197,7 +201,7 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
           const same = cloned !== null && [...cloned].sort().join() === [...expected].sort().join();
           if (!same) violations.push(`${repo}: a clone after the sweep does not match the index`);
         }
-        violations.push(...verifier.corrupt);
+        violations.push(...verifier.corrupt, ...verifier.unanswered);
         await check.dispose();
         await slots[0]?.stop();
 
@@ -272,6 +276,7 @@ describe(`chaos run (${SECONDS} s, seed ${SEED})`, () => {
             (r) => `${r.kind}: ${reasonKey(r.reason ?? '', 100)}`,
           ),
           readsChecked,
+          unanswered: recorder.unanswered.length + verifier.unanswered.length,
           logEntries: entries,
           storeFaultsInjected: injected,
           processesKilled: faults.kills,

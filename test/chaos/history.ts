@@ -64,6 +64,11 @@ export class Recorder {
   readonly ops: Op[] = [];
   /** Clones whose objects were incomplete (git fsck failed): data loss, reported as violations. */
   readonly corrupt: string[] = [];
+  /**
+   * Operations git gave up on at the client's own timeout, the server having neither answered nor
+   * dropped the connection: a real git client has no such timeout and would wait on. Violations.
+   */
+  readonly unanswered: string[] = [];
   readonly #inFlight = new Map<number, Op>();
   #next = 1;
 
