@@ -104,9 +104,10 @@ interface SpawnErrorFields {
 
 /**
  * How long a process the helper was asked for may take to be answered (started with every pipe
- * handed over, or failed) before it counts as lost. The helper answers in milliseconds; chaos runs
- * showed one request of some two thousand never answered by a running, connected helper, and the
- * fetch waiting on it then waited as long as its client did.
+ * handed over, or failed) before it counts as lost. The helper answers in milliseconds; this is a
+ * bound on a wait that must not be endless, should a request go unanswered (one chaos run's log
+ * seemed to show one; later runs logged on both sides of the channel showed none but those of
+ * nodes killed mid-request).
  */
 export const SPAWN_ANSWER_MS = 15_000;
 
